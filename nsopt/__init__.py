@@ -1,0 +1,24 @@
+"""nsopt: minimise nonsmooth convex functions with certificates.
+
+An :class:`Oracle` answers questions about a convex function, regularizers are known
+through their Fenchel conjugates, and every solver returns the same :class:`Result` with a
+proven lower bound and the gap.
+"""
+from . import losses, regularizers, solvers
+try:  # TEMP while io/datasets are being written
+    from . import datasets, io
+except ImportError:  # pragma: no cover
+    pass
+from .certificate import Certificate
+from .minimize import minimize
+from .oracle import CountingOracle, FunctionOracle, LineFunction, Max, Oracle
+from .problem import RegularizedRisk
+from .result import Result, Status
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Oracle", "LineFunction", "FunctionOracle", "Max", "CountingOracle",
+    "RegularizedRisk", "minimize", "Result", "Status", "Certificate",
+    "losses", "regularizers", "solvers", "io", "datasets",
+]

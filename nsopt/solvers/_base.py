@@ -1,0 +1,295 @@
+"""The one loop every solver runs in.
+
+A solver class holds configuration only and implements two methods, ``init(problem, x0) ->
+State`` and ``step(problem, state) -> State`` (the jaxopt pattern). The loop here owns the
+rest, once for all solvers: argument checks, the counting/caching oracle, the best point
+seen, the certificate (the solver's own bound or the shared plane certifier), stopping on
+``gap <= max(atol, rtol * |fun|)``, ``max_iter`` and ``max_time``, the callback
+(``True`` or ``StopIteration`` stops), Ctrl-C, the NaN check, the history and the
+:class:`~nsopt.result.Result`.
+"""
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Callable, Iterator, NamedTuple
+
+import numpy as np
+
+from .._validation import check_tolerances, check_vector
+from ..certificate import Certificate, PlaneCertifier
+from ..oracle import CountingOracle, Evaluation, Oracle
+from ..problem import RegularizedRisk, as_problem
+from ..result import History, Result, Status
+
+__all__ = ["Solver", "Option", "ProblemNotSupported", "BestPoint"]
+
+
+class ProblemNotSupported(TypeError):
+    """The solver cannot handle this problem; the message says what it needs."""
+
+
+class Option(NamedTuple):
+    """One solver option: default and a checker returning the validated value."""
+
+    default: Any
+    check: Callable[[Any], Any] | None = None
+    doc: str = ""
+
+
+def _nonneg_int_or_none(name):
+    def check(v):
+        if v is None:
+            return None
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+            raise ValueError(f"{name} must be a nonnegative integer or None, got {v!r}")
+        return int(v)
+
+    return check
+
+
+def _positive_or_none(name):
+    def check(v):
+        if v is None:
+            return None
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+            raise ValueError(f"{name} must be > 0 or None, got {v!r}")
+        return float(v)
+
+    return check
+
+
+def positive_int(name, minimum=1):
+    def check(v):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < minimum:
+            raise ValueError(f"{name} must be an integer >= {minimum}, got {v!r}")
+        return int(v)
+
+    return check
+
+
+def in_range(name, lo, hi, lo_open=False, hi_open=False):
+    def check(v):
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.floating)):
+            raise TypeError(f"{name} must be a number, got {type(v).__name__}")
+        v = float(v)
+        ok = (v > lo if lo_open else v >= lo) and (v < hi if hi_open else v <= hi)
+        if not ok:
+            lb, rb = "(" if lo_open else "[", ")" if hi_open else "]"
+            raise ValueError(f"{name} must be in {lb}{lo}, {hi}{rb}, got {v}")
+        return v
+
+    return check
+
+
+COMMON_OPTIONS = {
+    "rtol": Option(1e-3, None, "stop when gap <= rtol * |fun|"),
+    "atol": Option(0.0, None, "stop when gap <= atol"),
+    "max_iter": Option(None, _nonneg_int_or_none("max_iter"), "iteration limit"),
+    "max_time": Option(None, _positive_or_none("max_time"), "wall-clock limit in seconds"),
+    "verbose": Option(False, bool, "print a progress table"),
+    "certify_every": Option(1, positive_int("certify_every"),
+                            "solve the certifier's master dual every this many iterations"),
+    "certify_planes": Option(100, positive_int("certify_planes", 2),
+                             "planes kept by the plane certifier"),
+}
+
+
+class BestPoint:
+    """Listener of the counting oracle that remembers the best point ever evaluated."""
+
+    def __init__(self):
+        self.w: np.ndarray | None = None
+        self.fun = math.inf
+        self.nonfinite = False
+
+    def __call__(self, ev: Evaluation) -> None:
+        if not math.isfinite(ev.fun):
+            self.nonfinite = True
+        elif ev.fun < self.fun:
+            self.fun, self.w = ev.fun, ev.w
+
+
+class Solver:
+    """Base class of all solvers. Subclasses set ``name``, ``requires``, ``options`` and
+    implement ``init`` and ``step``; see :mod:`nsopt.solvers._base`.
+
+    A ``State`` may carry ``lower_bound`` (a valid lower bound proven by the solver itself)
+    and ``a_bar``, ``b_bar`` (its plane evidence); ``self_certifying = True`` means this bound
+    is the certificate and the shared plane certifier is not attached.
+    """
+
+    name: str = ""
+    requires: tuple[str, ...] = ()
+    options: dict[str, Option] = {}
+    history_fields: tuple[str, ...] = ()
+    self_certifying: bool = False
+    certificate_source: str = "bundle-dual"
+
+    def __init__(self, **options):
+        table = {**COMMON_OPTIONS, **self.options}
+        unknown = sorted(set(options) - set(table))
+        if unknown:
+            raise TypeError(
+                f"{type(self).__name__} got unknown option(s) {unknown}; valid options: {sorted(table)}"
+            )
+        self.config = {}
+        for key, opt in table.items():
+            value = options.get(key, opt.default)
+            self.config[key] = opt.check(value) if (opt.check is not None and key in options) else value
+        self.config["rtol"], self.config["atol"] = check_tolerances(self.config["rtol"], self.config["atol"])
+
+    def __getattr__(self, key):
+        config = self.__dict__.get("config", {})
+        if key in config:
+            return config[key]
+        raise AttributeError(f"{type(self).__name__} has no attribute {key!r}")
+
+    def __repr__(self):
+        own = ", ".join(f"{k}={self.config[k]!r}" for k in self.options)
+        return f"{type(self).__name__}({own})"
+
+    # --- to implement -------------------------------------------------------------------
+    def init(self, problem: CountingOracle, x0: np.ndarray):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def step(self, problem: CountingOracle, state):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def check_problem(self, problem: Oracle) -> None:
+        """Raise :class:`ProblemNotSupported` if the problem lacks what ``requires`` names."""
+        from . import methods_supporting
+
+        for need in self.requires:
+            if need == "regularized_risk" and not isinstance(problem, RegularizedRisk):
+                raise ProblemNotSupported(
+                    f"method {self.name!r} needs a RegularizedRisk(loss, reg, lam), got "
+                    f"{type(problem).__name__}; methods for any Oracle: {methods_supporting(problem)}"
+                )
+
+    # --- the loop -----------------------------------------------------------------------
+    def _prepare(self, problem, x0):
+        problem = as_problem(problem)
+        self.check_problem(problem)
+        x0 = np.zeros(problem.dim) if x0 is None else check_vector(x0, problem.dim, "x0", copy=True)
+        oracle = CountingOracle(problem)
+        best = BestPoint()
+        oracle.listeners.append(best)
+        certifier = None
+        if isinstance(problem, RegularizedRisk) and not self.self_certifying:
+            certifier = PlaneCertifier(problem, max_planes=self.config["certify_planes"])
+            oracle.listeners.append(certifier)
+        return problem, x0, oracle, best, certifier
+
+    def _run(self, problem, x0, callback=None) -> Iterator[tuple[Any, dict, Status | None]]:
+        """Yield ``(state, row, status)`` after init and after each step; status is not None
+        on the last yield, when the run has stopped."""
+        problem, x0, oracle, best, certifier = self._prepare(problem, x0)
+        cfg = self.config
+        history = History(self.history_fields)
+        printer = _Printer() if cfg["verbose"] else None
+        t0 = time.perf_counter()
+        lower, evidence = -math.inf, (None, None)
+        nit = 0
+        status = None
+        state = self.init(oracle, x0)
+        while True:
+            # certificate: the solver's own bound, the shared certifier's, the best so far
+            own = getattr(state, "lower_bound", -math.inf)
+            if own > lower:
+                lower, evidence = own, (getattr(state, "a_bar", None), getattr(state, "b_bar", None))
+            if certifier is not None and (nit % cfg["certify_every"] == 0 or status is not None):
+                cb, ca, cbb = certifier.bound()
+                if cb > lower:
+                    lower, evidence = cb, (ca, cbb)
+            fun = best.fun
+            gap = fun - lower
+            row = dict(iteration=nit, time=time.perf_counter() - t0, fun=fun, lower_bound=lower,
+                       gap=gap, nfev=oracle.nfev)
+            for f in self.history_fields:
+                row[f] = getattr(state, f)
+            history.append(**row)
+            if status is None:
+                if best.nonfinite or not math.isfinite(fun):
+                    status = Status.NUMERICAL_ERROR
+                elif gap <= max(cfg["atol"], cfg["rtol"] * abs(fun)):
+                    status = Status.CONVERGED
+                elif cfg["max_iter"] is not None and nit >= cfg["max_iter"]:
+                    status = Status.MAX_ITER
+                elif cfg["max_time"] is not None and row["time"] >= cfg["max_time"]:
+                    status = Status.MAX_TIME
+            if printer:
+                printer(row, final=status is not None)
+            if status is not None:
+                break
+            yield state, row, None
+            try:
+                state = self.step(oracle, state)
+                nit += 1
+                if callback is not None and callback(state):
+                    status = Status.CALLBACK
+            except KeyboardInterrupt:
+                status = Status.INTERRUPTED
+            except StopIteration:
+                nit += 1
+                status = Status.CALLBACK
+            if status is not None:
+                # one more pass through the top of the loop: final bound and final row
+                continue
+        if printer:
+            printer.finish(status)
+        source = self.certificate_source if evidence[0] is not None or lower > -math.inf else "none"
+        if certifier is not None and evidence[0] is not None and lower == certifier.best[0]:
+            source = "planes"
+        cert = Certificate(upper=best.fun, lower=lower, gap=best.fun - lower, source=source,
+                           a_bar=evidence[0], b_bar=evidence[1])
+        x = best.w if best.w is not None else x0
+        info = self.info(state) if hasattr(self, "info") else {}
+        result = Result(
+            x=np.array(x), fun=float(best.fun), lower_bound=float(lower), gap=float(best.fun - lower),
+            nit=nit, nfev=oracle.nfev, status=status, success=status.success,
+            message=status.message, time=time.perf_counter() - t0, history=history.as_arrays(),
+            certificate=cert, method=self.name, info=info,
+        )
+        yield state, result, status
+
+    def solve(self, problem, x0=None, callback: Callable | None = None) -> Result:
+        """Minimise ``problem`` from ``x0`` (zeros by default) and return a :class:`Result`.
+
+        ``callback(state)`` is called after every step; returning True (or raising
+        ``StopIteration``) stops the run with status ``callback``.
+        """
+        for _, out, status in self._run(problem, x0, callback):
+            if status is not None:
+                return out
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def iterate(self, problem, x0=None) -> Iterator:
+        """Yield the solver's ``State`` after init and after every step, for teaching and
+        custom stopping rules; stops on the solver's own stopping rules."""
+        for state, _, status in self._run(problem, x0):
+            if status is not None:
+                return
+            yield state
+
+
+class _Printer:
+    """Plain-text progress table for ``verbose=True`` (rows at 0-10, then sparser)."""
+
+    def __init__(self):
+        self.header = f"{'iter':>6} {'time':>8} {'fun':>14} {'lower_bound':>14} {'gap':>10} {'rel.gap':>9} {'nfev':>6}"
+        self.n = 0
+
+    def __call__(self, row, final=False):
+        it = row["iteration"]
+        if not (final or it <= 10 or (it <= 100 and it % 10 == 0) or it % 100 == 0):
+            return
+        if self.n % 20 == 0:
+            print(self.header)
+        self.n += 1
+        rel = row["gap"] / max(abs(row["fun"]), 1e-300)
+        print(f"{it:>6} {row['time']:>8.3f} {row['fun']:>14.8g} {row['lower_bound']:>14.8g} "
+              f"{row['gap']:>10.3g} {rel:>9.2e} {row['nfev']:>6}")
+
+    def finish(self, status):
+        print(f"status: {status.value}: {status.message}")
