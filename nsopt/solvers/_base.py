@@ -95,6 +95,15 @@ COMMON_OPTIONS = {
 }
 
 
+def default_start(problem) -> np.ndarray:
+    """Zeros, or for a RegularizedRisk the minimiser of the regularizer, ``grad Omega*(0)``
+    (zeros for the norms, the uniform point or the prior for entropies: always in the
+    domain)."""
+    if isinstance(problem, RegularizedRisk):
+        return np.array(problem.reg.conjugate_grad(np.zeros(problem.dim)), dtype=np.float64)
+    return np.zeros(problem.dim)
+
+
 class BestPoint:
     """Listener of the counting oracle that remembers the best point ever evaluated."""
 
@@ -171,7 +180,10 @@ class Solver:
     def _prepare(self, problem, x0):
         problem = as_problem(problem)
         self.check_problem(problem)
-        x0 = np.zeros(problem.dim) if x0 is None else check_vector(x0, problem.dim, "x0", copy=True)
+        if x0 is None:
+            x0 = default_start(problem)
+        else:
+            x0 = check_vector(x0, problem.dim, "x0", copy=True)
         oracle = CountingOracle(problem)
         best = BestPoint()
         oracle.listeners.append(best)
@@ -224,15 +236,18 @@ class Solver:
                 break
             yield state, row, None
             try:
-                state = self.step(oracle, state)
-                nit += 1
-                if callback is not None and callback(state):
-                    status = Status.CALLBACK
+                new_state = self.step(oracle, state)
             except KeyboardInterrupt:
                 status = Status.INTERRUPTED
-            except StopIteration:
+            else:
+                state = new_state
                 nit += 1
-                status = Status.CALLBACK
+                if callback is not None:
+                    try:
+                        if callback(state):
+                            status = Status.CALLBACK
+                    except StopIteration:
+                        status = Status.CALLBACK
             if status is not None:
                 # one more pass through the top of the loop: final bound and final row
                 continue
@@ -265,12 +280,15 @@ class Solver:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def iterate(self, problem, x0=None) -> Iterator:
-        """Yield the solver's ``State`` after init and after every step, for teaching and
-        custom stopping rules; stops on the solver's own stopping rules."""
+        """Yield the solver's ``State`` after init and after every step (the final one
+        included), for teaching and custom stopping rules; stops on the solver's own
+        stopping rules."""
+        last = None
         for state, _, status in self._run(problem, x0):
-            if status is not None:
-                return
+            if status is not None and state is last:
+                return  # stopped inside a step: this state was already yielded
             yield state
+            last = state
 
 
 class _Printer:

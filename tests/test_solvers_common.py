@@ -1,0 +1,221 @@
+"""Every solver in nsopt.solvers.SOLVERS, on every catalogue problem it supports.
+
+New solvers join automatically; known gaps live in UNSUPPORTED with a reason (strict xfail,
+so a solver that gains support fails until its entry goes)."""
+import math
+
+import numpy as np
+import pytest
+
+import nsopt
+from nsopt import regularizers as R
+from nsopt.losses import Hinge, Logistic, SquaredHinge
+from nsopt.solvers import SOLVERS, ProblemNotSupported
+
+from cvxref import cvxpy_optimum, small_binary
+
+
+class Case:
+    def __init__(self, name, loss_cls, reg, lam, sparse=False, m=120, d=8, seed=0):
+        self.name, self.loss_cls, self.reg, self.lam = name, loss_cls, reg, lam
+        self.sparse, self.m, self.d, self.seed = sparse, m, d, seed
+
+    def __str__(self):
+        return self.name
+
+    def data(self):
+        return small_binary(self.m, self.d, self.seed, sparse=self.sparse)
+
+    def problem(self):
+        X, y = self.data()
+        return nsopt.RegularizedRisk(self.loss_cls(X, y), self.reg, self.lam)
+
+    def f_star(self, _cache={}):
+        key = self.name
+        if key not in _cache:
+            X, y = self.data()
+            _cache[key] = cvxpy_optimum(X, y, self.loss_cls.__name__.lower(), self.reg, self.lam)
+        return _cache[key]
+
+
+CATALOGUE = [
+    Case("hinge-l2", Hinge, R.L2(), 1e-2),
+    Case("hinge-l2-sparse", Hinge, R.L2(), 1e-3, sparse=True, seed=1),
+    Case("logistic-l2", Logistic, R.L2(), 1e-2, seed=2),
+    Case("squared-hinge-l2", SquaredHinge, R.L2(), 1e-2, seed=3),
+    Case("hinge-l1", Hinge, R.L1(), 1e-2, seed=4),
+    Case("logistic-l1", Logistic, R.L1(), 1e-2, seed=5),
+]
+
+UNSUPPORTED: dict[tuple[str, str], str] = {}
+
+METHODS = sorted(SOLVERS)
+
+
+def _mark(method, case):
+    reason = UNSUPPORTED.get((method, case.name))
+    if reason:
+        pytest.xfail(reason)
+
+
+@pytest.mark.parametrize("case", CATALOGUE, ids=str)
+@pytest.mark.parametrize("method", METHODS)
+def test_certificate_brackets_optimum(method, case):
+    _mark(method, case)
+    J = case.problem()
+    res = nsopt.minimize(J, method=method, rtol=1e-6, max_iter=20000)
+    f_star = case.f_star()
+    tol = 1e-7 * max(1.0, abs(f_star))
+    assert res.lower_bound - tol <= f_star <= res.fun + tol
+    assert res.success and res.gap <= 1e-6 * abs(res.fun) + 1e-15
+    assert res.fun == pytest.approx(J.value(res.x), rel=1e-12)
+    assert res.certificate.check(J) >= res.lower_bound - 1e-9 * max(1.0, abs(res.lower_bound))
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_result_fields_and_types(method):
+    J = CATALOGUE[0].problem()
+    res = nsopt.minimize(J, method=method, max_iter=5)
+    assert isinstance(res, nsopt.Result)
+    assert res.x.shape == (J.dim,) and res.x.dtype == np.float64
+    for name in ("fun", "lower_bound", "gap", "time"):
+        assert isinstance(getattr(res, name), float)
+    assert isinstance(res.nit, int) and isinstance(res.nfev, int)
+    assert isinstance(res.status, nsopt.Status) and res.message == res.status.message
+    assert res.success == (res.status is nsopt.Status.CONVERGED)
+    assert res.gap == pytest.approx(res.fun - res.lower_bound)
+    for col in ("iteration", "time", "fun", "lower_bound", "gap", "nfev"):
+        assert len(res.history[col]) == res.nit + 1
+    assert np.all(np.diff(res.history["fun"]) <= 0)            # best value never worsens
+    assert np.all(np.diff(res.history["lower_bound"]) >= 0)    # best bound never weakens
+    assert res.certificate.upper == res.fun and res.certificate.lower == res.lower_bound
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_callback_stop_equals_max_iter(method):
+    J = CATALOGUE[2].problem()
+    k = 3
+    a = nsopt.minimize(J, method=method, max_iter=k, rtol=1e-12)
+
+    def stop_at_k(state, count=[0]):
+        count[0] += 1
+        if count[0] >= k:
+            raise StopIteration
+
+    b = nsopt.minimize(J, method=method, callback=stop_at_k, rtol=1e-12)
+    c = nsopt.minimize(J, method=method, callback=lambda s, n=[0]: (n.__setitem__(0, n[0] + 1) or n[0] >= k),
+                       rtol=1e-12)
+    assert a.status is nsopt.Status.MAX_ITER
+    assert b.status is c.status is nsopt.Status.CALLBACK
+    assert a.nit == b.nit == c.nit == k
+    np.testing.assert_array_equal(a.x, b.x)
+    assert a.fun == b.fun == c.fun and a.lower_bound == b.lower_bound
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_nfev_counts_distinct_oracle_calls(method):
+    J = CATALOGUE[0].problem()
+    calls = []
+    inner = J.loss._value_and_subgradient
+
+    def counted(w):
+        calls.append(w.copy())
+        return inner(w)
+
+    J.loss._value_and_subgradient = counted
+    res = nsopt.minimize(J, method=method, max_iter=10)
+    assert res.nfev >= len(calls) > 0
+    # no point evaluated twice
+    assert len({c.tobytes() for c in calls}) == len(calls)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_x0_not_modified_and_used(method):
+    J = CATALOGUE[0].problem()
+    x0 = np.full(J.dim, 0.3)
+    keep = x0.copy()
+    res = nsopt.minimize(J, method=method, x0=x0, max_iter=0)
+    np.testing.assert_array_equal(x0, keep)
+    np.testing.assert_array_equal(res.x, keep)
+    assert res.fun == pytest.approx(J.value(keep)) and res.nit == 0
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_keyboard_interrupt_returns_best(method):
+    J = CATALOGUE[1].problem()
+    inner = J.loss._value_and_subgradient
+    n = [0]
+
+    def interrupt_at_5(w):
+        n[0] += 1
+        if n[0] == 5:
+            raise KeyboardInterrupt
+        return inner(w)
+
+    J.loss._value_and_subgradient = interrupt_at_5
+    res = nsopt.minimize(J, method=method, rtol=1e-12)
+    assert res.status is nsopt.Status.INTERRUPTED and not res.success
+    assert np.isfinite(res.fun) and res.fun == pytest.approx(J.value(res.x))
+    assert res.lower_bound <= res.fun
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_numerical_error_on_nan(method):
+    J = CATALOGUE[0].problem()
+    inner = J.loss._value_and_subgradient
+    n = [0]
+
+    def nan_at_3(w):
+        n[0] += 1
+        f, g = inner(w)
+        return (math.nan, g) if n[0] >= 3 else (f, g)
+
+    J.loss._value_and_subgradient = nan_at_3
+    res = nsopt.minimize(J, method=method, rtol=1e-12, max_iter=50)
+    assert res.status is nsopt.Status.NUMERICAL_ERROR
+    assert np.isfinite(res.fun)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_iterate_keeps_state_type(method):
+    J = CATALOGUE[0].problem()
+    solver = SOLVERS[method](max_iter=4)
+    states = list(solver.iterate(J))
+    assert len(states) == 5  # init + 4 steps
+    assert len({type(s) for s in states}) == 1
+    # re-entrant: a second run gives the same states
+    again = list(solver.iterate(J))
+    for s, t in zip(states, again):
+        assert s.lower_bound == t.lower_bound
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_unknown_option_is_a_type_error(method):
+    with pytest.raises(TypeError, match="unknown option"):
+        SOLVERS[method](maxiter=3)
+    with pytest.raises(ValueError):
+        SOLVERS[method](max_iter=-1)
+    with pytest.raises(ValueError):
+        SOLVERS[method](rtol=0.0, atol=0.0)
+
+
+def test_unknown_method():
+    with pytest.raises(ValueError, match="unknown method"):
+        nsopt.minimize(CATALOGUE[0].problem(), method="newton")
+
+
+def test_bmrm_rejects_plain_oracle_naming_alternatives():
+    f = nsopt.FunctionOracle(lambda w: abs(w).sum(), lambda w: np.sign(w), dim=3)
+    with pytest.raises(ProblemNotSupported, match="RegularizedRisk"):
+        nsopt.minimize(f, method="bmrm")
+
+
+def test_problem_must_be_an_oracle():
+    with pytest.raises(TypeError, match="Oracle"):
+        nsopt.minimize(lambda w: 0.0)
+
+
+def test_lam_must_be_positive():
+    X, y = small_binary(20, 3)
+    with pytest.raises(ValueError, match="lam must be > 0"):
+        nsopt.RegularizedRisk(Hinge(X, y), R.L2(), 0.0)
