@@ -1,0 +1,166 @@
+r"""The L1 master problem as a linear program (HiGHS through scipy), with a certified dual.
+
+The master problem of :math:`\Omega(w) = \|w\|_1` ([TVSL10]_ App. C, eq. (37)) is the LP
+
+.. math:: \min_{\xi, u, v}\ \xi + \lambda 1^T(u + v)
+          \quad\text{s.t.}\quad \langle a_i, u - v\rangle + b_i \le \xi\ (i = 1..n),
+          \quad u, v \ge 0,
+
+with :math:`w = u - v`. Its LP dual is the master dual over the simplex, with the conjugate of
+the L1 norm turned into the constraint :math:`\|A^T\alpha\|_\infty \le \lambda`:
+
+.. math:: \max_{\alpha \in \Delta_n}\ b^T\alpha
+          \quad\text{s.t.}\quad \|A^T\alpha\|_\infty \le \lambda .
+
+HiGHS's multipliers satisfy that constraint only to about 1e-9, and :math:`b^T\alpha` is a lower
+bound only at a feasible :math:`\alpha`. So the multipliers are repaired: mixed with a strictly
+feasible anchor :math:`\alpha^0` (normally the zero-slope plane of the loss's lower bound),
+:math:`\alpha' = (1 - s)\alpha + s\alpha^0` with the smallest :math:`s` that gives
+:math:`\|A^T\alpha'\|_\infty \le \lambda(1 - 10^{-12})`. The bound loses :math:`s\,b^T(\alpha -
+\alpha^0)`, with :math:`s` of the order of the LP's feasibility error.
+
+Without a plane of slope smaller than :math:`\lambda` (in the max norm) the model is unbounded
+below: one plane :math:`\langle a, w\rangle + b` with :math:`\|a\|_\infty > \lambda` sends
+:math:`\lambda\|w\|_1 + \langle a, w\rangle` to :math:`-\infty` (DESIGN.md Sec. 6). The fix is the
+plane :math:`\xi \ge` ``loss.lower_bound`` (slope 0) in the bundle, or a box on ``w``.
+
+References
+----------
+.. [TVSL10] C. H. Teo, S. V. N. Vishwanathan, A. J. Smola, Q. V. Le. Bundle methods for
+   regularized risk minimization. JMLR 11:311-365, 2010. Appendix C.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import linprog
+
+from ._base import InnerSolution, InnerSolver, plane_values
+
+__all__ = ["LPSimplex"]
+
+_MARGIN = 1e-12  # relative margin kept inside the dual-feasible set
+
+
+class LPSimplex(InnerSolver):
+    r"""Master problem of the L1 norm by HiGHS, with dual multipliers repaired to feasibility.
+
+    Notes
+    -----
+    Returns ``w = u - v`` from the LP primal (``conjugate_grad`` of the L1 norm carries no
+    information), ``alpha`` the repaired LP multipliers (exactly on the simplex and with
+    :math:`\|A^T\alpha\|_\infty \le \lambda(1 - 10^{-12})`), ``dual_value`` :math:`= b^T\alpha -
+    \lambda\Omega^*(-A^T\alpha/\lambda) = b^T\alpha` (a valid lower bound), and ``gap`` the primal
+    model value at ``w`` minus ``dual_value``.
+
+    ``warm`` and ``tol`` are not used: HiGHS has no warm start through ``linprog`` and solves to
+    its own tolerances (1e-10 here).
+
+    Raises ``ValueError`` when the master problem is unbounded below (no plane of the bundle has
+    a slope of max-norm below ``lam``): the loss must declare ``loss.lower_bound`` (a zero-slope
+    plane) or the solver needs a box.
+
+    References
+    ----------
+    .. [TVSL10] Teo et al., JMLR 2010, Appendix C.
+    """
+
+    name = "lp"
+    families = ("lp",)
+
+    def __init__(self):
+        pass
+
+    def _solve(self, bundle, reg, lam, warm, tol):
+        A = np.asarray(bundle.A, dtype=np.float64)
+        b = np.asarray(bundle.b, dtype=np.float64)
+        n, d = A.shape
+        target = lam * (1.0 - _MARGIN)
+        anchor = _anchor(A, target)
+        if anchor is None:
+            raise ValueError(_unbounded_message(lam, A))
+        # variables x = (u, v, xi): A u - A v - xi <= -b
+        c = np.concatenate((np.full(2 * d, lam), [1.0]))
+        A_ub = sp.hstack([sp.csr_matrix(A), sp.csr_matrix(-A), sp.csr_matrix(-np.ones((n, 1)))],
+                         format="csr")
+        bounds = [(0.0, None)] * (2 * d) + [(None, None)]
+        res = linprog(c, A_ub=A_ub, b_ub=-b, bounds=bounds, method="highs",
+                      options={"primal_feasibility_tolerance": 1e-10,
+                               "dual_feasibility_tolerance": 1e-10})
+        if res.status == 3:  # pragma: no cover - excluded by the anchor above
+            raise ValueError(_unbounded_message(lam, A))
+        if res.x is None or res.ineqlin is None:
+            raise RuntimeError(f"HiGHS failed on the L1 master problem: {res.message}")
+        w = res.x[:d] - res.x[d:2 * d]
+        alpha = np.maximum(-np.asarray(res.ineqlin.marginals, dtype=np.float64), 0.0)
+        s = alpha.sum()
+        alpha = alpha / s if s > 0 else anchor
+        alpha = _repair(A, alpha, anchor, target)
+        a_bar = alpha @ A
+        dual = float(alpha @ b) - lam * float(reg.conjugate(-a_bar / lam))
+        if not math.isfinite(dual):
+            raise ValueError(
+                f"{type(reg).__name__}'s conjugate is infinite at the repaired LP multipliers: "
+                "LPSimplex solves the master problem of the L1 norm only"
+            )
+        grad = plane_values(bundle, w)
+        primal = float(grad.max()) + lam * float(reg.value(w))
+        return InnerSolution(alpha, dual, w, primal - dual, int(getattr(res, "nit", 0)))
+
+
+def _anchor(A, target):
+    """Multipliers on the simplex with ``||A^T alpha||_inf <= target`` as computed, or ``None``.
+
+    The plane of smallest slope (the zero-slope plane of ``loss.lower_bound`` when the bundle has
+    one); failing that, the combination of smallest ``||A^T alpha||_inf`` (a small LP).
+    """
+    n, d = A.shape
+    if d == 0:
+        return np.eye(1, n, 0).ravel()
+    slopes = np.abs(A).max(axis=1)
+    j = int(np.argmin(slopes))
+    if slopes[j] <= target:
+        return np.eye(1, n, j).ravel()
+    # min t  s.t.  -t <= A^T alpha <= t,  1^T alpha = 1,  alpha >= 0
+    At = sp.csr_matrix(A.T)
+    ones = sp.csr_matrix(-np.ones((d, 1)))
+    res = linprog(np.concatenate((np.zeros(n), [1.0])),
+                  A_ub=sp.vstack([sp.hstack([At, ones]), sp.hstack([-At, ones])], format="csr"),
+                  b_ub=np.zeros(2 * d),
+                  A_eq=np.concatenate((np.ones(n), [0.0]))[None, :], b_eq=[1.0],
+                  bounds=[(0.0, None)] * n + [(None, None)], method="highs")
+    if res.x is None:  # pragma: no cover
+        return None
+    alpha = np.maximum(res.x[:n], 0.0)
+    alpha /= alpha.sum()
+    return alpha if float(np.abs(alpha @ A).max()) <= target else None
+
+
+def _repair(A, alpha, anchor, target):
+    """Mix ``alpha`` with ``anchor`` until ``||A^T alpha||_inf <= target`` (checked as computed)."""
+    if A.shape[1] == 0:
+        return alpha
+    a0 = float(np.abs(anchor @ A).max())
+    va = float(np.abs(alpha @ A).max())
+    s = 0.0
+    for _ in range(60):
+        mixed = (1.0 - s) * alpha + s * anchor
+        mixed /= mixed.sum()
+        if float(np.abs(mixed @ A).max()) <= target:
+            return mixed
+        # (1 - s) ||A^T alpha||_inf + s ||A^T anchor||_inf <= target, plus slack for rounding
+        s_new = (va - target) / (va - a0) if va > a0 else 1.0
+        s = min(1.0, max(s_new, 2.0 * s, 1e-16) * (1.0 + 1e-9))
+    return anchor  # pragma: no cover - s reaches 1 first
+
+
+def _unbounded_message(lam: float, A) -> str:
+    smallest = float(np.abs(A).max(axis=1).min())
+    return (
+        "the L1 master problem is unbounded below (or has no strictly feasible dual): every plane "
+        f"has a slope with ||a||_inf >= lam = {lam!r} (smallest {smallest!r}), so lam*||w||_1 + "
+        "<a, w> has no minimum. The loss must declare a lower bound (loss.lower_bound, added to "
+        "the bundle as the zero-slope plane (0, lower_bound)) or the solver needs a box on w"
+    )
