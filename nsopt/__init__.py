@@ -4,11 +4,7 @@ An :class:`Oracle` answers questions about a convex function, regularizers are k
 through their Fenchel conjugates, and every solver returns the same :class:`Result` with a
 proven lower bound and the gap.
 """
-from . import losses, regularizers, solvers
-try:  # TEMP while io/datasets are being written
-    from . import datasets, io
-except ImportError:  # pragma: no cover
-    pass
+from . import datasets, io, losses, regularizers, solvers
 from .certificate import Certificate
 from .minimize import minimize
 from .oracle import CountingOracle, FunctionOracle, LineFunction, Max, Oracle

@@ -160,28 +160,48 @@ class PlaneBundle:
         self.add(a_hat, b_hat)
         return a_hat, b_hat, alpha_hat
 
-    def compress(self, alpha: np.ndarray, max_planes: int) -> np.ndarray:
+    def compress(self, alpha: np.ndarray, max_planes: int, keep_newest: int | None = None) -> np.ndarray:
         """Make room for one more plane when ``n >= max_planes``, keeping the dual value.
 
-        First drops planes with zero multiplier (they do not enter ``D(alpha)``); if still
-        full, aggregates the older half of the non-fixed planes into one plane with their
-        multipliers (Kiwiel; [TVSL10]_ Alg. 4). Either way ``D(alpha)`` at the returned
-        multipliers equals ``D`` before (requirement C8 of the notes). Returns those
-        multipliers, aligned with the new planes.
+        With ``keep_newest=None`` (BMRM's policy) planes with zero multiplier are dropped first
+        (they do not enter ``D(alpha)``) and, if still full, the older half of the non-fixed
+        planes is aggregated into one. With ``keep_newest=k`` (the k-bundle policy, [TVSL10]_
+        Sec. 3.1) every non-fixed plane but the ``k`` newest is aggregated into one, placed
+        first. Either way ``D`` at the returned multipliers equals ``D(alpha)`` (requirement C8
+        of the notes), and those multipliers are aligned with the new planes.
         """
         alpha = np.asarray(alpha, dtype=np.float64)[: self.n]
         if self.n < max_planes:
             return alpha
-        keep = self.drop(alpha <= 0.0)
-        alpha = alpha[keep]
-        if self.n >= max_planes:
+        if keep_newest is None:
+            keep = self.drop(alpha <= 0.0)
+            alpha = alpha[keep]
+            if self.n < max_planes:
+                return alpha
             n_old = max(2, (self.n - self.n_fixed) // 2)
-            index = np.arange(self.n_fixed, self.n_fixed + n_old)
-            rest = np.ones(self.n, dtype=bool)
-            rest[index] = False
-            _, _, alpha_hat = self.aggregate(alpha, index)
-            alpha = np.concatenate([alpha[rest], [alpha_hat]])
-        return alpha
+        else:
+            n_old = self.n - self.n_fixed - int(keep_newest)
+            if n_old < 1:
+                raise ValueError("nothing to aggregate: keep_newest leaves no old plane")
+        index = np.arange(self.n_fixed, self.n_fixed + n_old)
+        rest = np.ones(self.n, dtype=bool)
+        rest[index] = False
+        _, _, alpha_hat = self.aggregate(alpha, index)
+        alpha = np.concatenate([alpha[rest], [alpha_hat]])
+        # move the aggregate (stored last) to the front of the non-fixed planes: oldest first
+        order = np.concatenate([np.arange(self.n_fixed), [self.n - 1],
+                                np.arange(self.n_fixed, self.n - 1)])
+        self._permute(order)
+        return alpha[order]
+
+    def _permute(self, order: np.ndarray) -> None:
+        n = self.n
+        self._A[:n] = self._A[order]
+        if self.metric is not None:
+            self._MA[:n] = self._MA[order]
+        self._b[:n] = self._b[order]
+        self._age[:n] = self._age[order]
+        self._G[:n, :n] = self._G[np.ix_(order, order)]
 
     def update_ages(self, alpha: np.ndarray, tol: float = 0.0) -> None:
         """Reset the age of planes with multiplier > tol, increment the others'."""

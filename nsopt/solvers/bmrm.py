@@ -12,33 +12,13 @@ multipliers is a lower bound on :math:`J^*` at every iteration; the gap is
 from __future__ import annotations
 
 import math
-import time
 from typing import NamedTuple
 
 import numpy as np
 
 from ..bundle import PlaneBundle
-from ..inner import select
-from ._base import Option, Solver, in_range, positive_int
-
-
-def _inactive_limit(v):
-    if v is None:
-        return None
-    return positive_int("remove_inactive")(v)
-
-
-def _max_planes(v):
-    if v is None:
-        return None
-    return positive_int("max_planes", 3)(v)
-
-
-def _inner_choice(v):
-    choices = ("auto", "qp", "osqp", "lp", "smooth")
-    if v not in choices:
-        raise ValueError(f"inner must be one of {choices}, got {v!r}")
-    return v
+from ._base import Solver
+from ._cutting_plane import PLANE_OPTIONS, add_and_solve, master_solver, new_bundle
 
 
 class BMRM(Solver):
@@ -105,12 +85,7 @@ class BMRM(Solver):
     requires = ("regularized_risk",)
     self_certifying = True
     history_fields = ("n_planes", "inner_time", "inner_iter")
-    options = {
-        "inner": Option("auto", _inner_choice),
-        "inner_rtol": Option(1e-2, in_range("inner_rtol", 0.0, 1.0, hi_open=True)),
-        "remove_inactive": Option(10, _inactive_limit),
-        "max_planes": Option(None, _max_planes),
-    }
+    options = dict(PLANE_OPTIONS)
 
     class State(NamedTuple):
         w: np.ndarray              # w_t, the master minimiser: the next query point
@@ -127,43 +102,26 @@ class BMRM(Solver):
 
     # ------------------------------------------------------------------------------------
     def init(self, problem, x0):
-        reg = problem.reg
-        bundle = PlaneBundle(problem.dim, metric=reg.metric if reg.inner == "qp" else None)
-        floor = problem.loss.lower_bound
-        if math.isfinite(floor):
-            bundle.add_fixed(np.zeros(problem.dim), float(floor))
+        bundle = new_bundle(problem)
         empty = self.State(w=x0, fun_best=math.inf, lower_bound=-math.inf,
                            alpha=np.zeros(bundle.n), a_bar=None, b_bar=None, bundle=bundle,
                            n_planes=bundle.n, inner_time=0.0, inner_iter=0,
-                           master=select(reg, self.inner))
+                           master=master_solver(problem, self.inner))
         return self.step(problem, empty)
 
     def step(self, problem, s):
-        bundle = s.bundle
         ev = problem.evaluate(s.w)                                   # [TVSL10, Alg. 2, l. 4]
         fun_best = min(s.fun_best, ev.fun)
-        alpha = s.alpha
-        if self.remove_inactive is not None and bundle.n > bundle.n_fixed:
-            idle = bundle.age >= self.remove_inactive
-            alpha = alpha[bundle.drop(idle)]
-        if self.max_planes is not None and bundle.n >= self.max_planes:
-            alpha = bundle.compress(alpha, self.max_planes)
-        bundle.add_at(ev.w, ev.loss_value, ev.loss_subgradient)     # l. 5: R_t^CP
-        warm = np.append(alpha, 0.0) if alpha.sum() > 0 else None
-        outer_gap = fun_best - s.lower_bound
-        tol = self.inner_rtol * outer_gap if math.isfinite(outer_gap) and self.inner_rtol > 0 else None
-        t0 = time.perf_counter()
-        sol = s.master.solve(bundle, problem.reg, problem.lam, warm=warm, tol=tol)  # l. 6
-        inner_time = s.inner_time + time.perf_counter() - t0
-        bundle.update_ages(sol.alpha)
-        a_bar, b_bar = bundle.combine(sol.alpha)
-        lower = max(sol.dual_value, s.lower_bound)
-        keep_old = sol.dual_value < s.lower_bound  # an inexact solve may not improve the bound
+        m = add_and_solve(problem, s.bundle, s.alpha, ev, s.master,  # l. 5-6
+                          outer_gap=fun_best - s.lower_bound, inner_rtol=self.inner_rtol,
+                          remove_inactive=self.remove_inactive, max_planes=self.max_planes)
+        improved = m.dual_value >= s.lower_bound  # an inexact solve may not improve the bound
         return self.State(
-            w=sol.w, fun_best=fun_best, lower_bound=lower, alpha=sol.alpha,
-            a_bar=s.a_bar if keep_old else a_bar, b_bar=s.b_bar if keep_old else b_bar,
-            bundle=bundle, n_planes=bundle.n, inner_time=inner_time,
-            inner_iter=s.inner_iter + sol.n_iter, master=s.master,
+            w=m.w, fun_best=fun_best, lower_bound=max(m.dual_value, s.lower_bound),
+            alpha=m.alpha, a_bar=m.a_bar if improved else s.a_bar,
+            b_bar=m.b_bar if improved else s.b_bar, bundle=s.bundle, n_planes=s.bundle.n,
+            inner_time=s.inner_time + m.seconds, inner_iter=s.inner_iter + m.n_iter,
+            master=s.master,
         )
 
     def info(self, s):

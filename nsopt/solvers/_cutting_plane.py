@@ -1,0 +1,101 @@
+r"""What the BMRM family shares: the plane policy and the master solve.
+
+BMRM, LS-BMRM and KBundle differ only in where they query the oracle next and which planes
+they keep; this module holds the common part, so no solver file repeats it:
+
+* :func:`new_bundle`: a :class:`~nsopt.bundle.PlaneBundle` for a ``RegularizedRisk``, with the
+  loss's floor :math:`R \ge` ``loss.lower_bound`` as a first plane (fixed, or ordinary when the
+  policy aggregates everything);
+* :func:`add_and_solve`: apply the keep policy (drop planes idle for ``remove_inactive``
+  iterations, compress to ``max_planes``), add the plane of an evaluation, and solve the master
+  dual warm-started, returning the :class:`~nsopt.inner.InnerSolution` and the time spent.
+"""
+from __future__ import annotations
+
+import math
+import time
+from typing import NamedTuple
+
+import numpy as np
+
+from ..bundle import PlaneBundle
+from ..inner import select
+from ._base import Option, in_range, positive_int
+
+__all__ = ["new_bundle", "add_and_solve", "PLANE_OPTIONS", "Master"]
+
+
+def _inactive_limit(v):
+    return None if v is None else positive_int("remove_inactive")(v)
+
+
+def _max_planes(v):
+    return None if v is None else positive_int("max_planes", 3)(v)
+
+
+def _inner_choice(v):
+    choices = ("auto", "qp", "osqp", "lp", "smooth")
+    if v not in choices:
+        raise ValueError(f"inner must be one of {choices}, got {v!r}")
+    return v
+
+
+PLANE_OPTIONS = {
+    "inner": Option("auto", _inner_choice, "master-problem backend (nsopt.inner.select)"),
+    "inner_rtol": Option(1e-2, in_range("inner_rtol", 0.0, 1.0, hi_open=True),
+                         "master duality gap target, relative to the outer gap"),
+    "remove_inactive": Option(10, _inactive_limit, "drop planes idle this many iterations"),
+    "max_planes": Option(None, _max_planes, "hard cap on the bundle (aggregation when full)"),
+}
+
+
+class Master(NamedTuple):
+    """The result of one model update: the master solution and bookkeeping."""
+
+    alpha: np.ndarray
+    dual_value: float
+    w: np.ndarray
+    a_bar: np.ndarray
+    b_bar: float
+    seconds: float
+    n_iter: int
+
+
+def new_bundle(problem, fixed_floor: bool = True) -> PlaneBundle:
+    reg = problem.reg
+    bundle = PlaneBundle(problem.dim, metric=reg.metric if reg.inner == "qp" else None)
+    floor = problem.loss.lower_bound
+    if math.isfinite(floor):
+        if fixed_floor:
+            bundle.add_fixed(np.zeros(problem.dim), float(floor))
+        else:
+            bundle.add(np.zeros(problem.dim), float(floor))
+    return bundle
+
+
+def add_and_solve(problem, bundle: PlaneBundle, alpha: np.ndarray, ev, master, *,
+                  outer_gap: float, inner_rtol: float, remove_inactive=None, max_planes=None,
+                  keep_newest=None) -> Master:
+    """Add the loss plane of evaluation ``ev`` to ``bundle`` and re-solve the master dual.
+
+    ``alpha`` are the current multipliers (aligned with ``bundle``); the returned ones are
+    aligned with the updated bundle. ``keep_newest`` selects the aggregation policy used when
+    the bundle is full (see :meth:`PlaneBundle.compress`).
+    """
+    if remove_inactive is not None and bundle.n > bundle.n_fixed and alpha.size == bundle.n:
+        alpha = alpha[bundle.drop(bundle.age >= remove_inactive)]
+    if max_planes is not None and bundle.n >= max_planes:
+        alpha = bundle.compress(alpha, max_planes, keep_newest=keep_newest)
+    bundle.add_at(ev.w, ev.loss_value, ev.loss_subgradient)
+    warm = np.append(alpha, 0.0) if alpha.size == bundle.n - 1 and alpha.sum() > 0 else None
+    tol = inner_rtol * outer_gap if (inner_rtol > 0 and math.isfinite(outer_gap)) else None
+    t0 = time.perf_counter()
+    sol = master.solve(bundle, problem.reg, problem.lam, warm=warm, tol=tol)
+    seconds = time.perf_counter() - t0
+    bundle.update_ages(sol.alpha)
+    a_bar, b_bar = bundle.combine(sol.alpha)
+    return Master(sol.alpha, sol.dual_value, sol.w, a_bar, b_bar, seconds, sol.n_iter)
+
+
+def master_solver(problem, option: str):
+    return select(problem.reg, option)
