@@ -10,14 +10,7 @@ SOLVERS = {cls.name: cls for cls in (BMRM,)}
 
 def methods_supporting(problem) -> list[str]:
     """The method names whose requirements ``problem`` meets."""
-    from ..problem import RegularizedRisk
-
-    out = []
-    for name, cls in SOLVERS.items():
-        if "regularized_risk" in cls.requires and not isinstance(problem, RegularizedRisk):
-            continue
-        out.append(name)
-    return out
+    return [name for name, cls in SOLVERS.items() if cls.unsupported_reason(problem) is None]
 
 
 __all__ = ["SOLVERS", "Solver", "Option", "ProblemNotSupported", "BMRM", "methods_supporting"]

@@ -124,7 +124,8 @@ class Solver:
     implement ``init`` and ``step``; see :mod:`nsopt.solvers._base`.
 
     A ``State`` may carry ``lower_bound`` (a valid lower bound proven by the solver itself)
-    and ``a_bar``, ``b_bar`` (its plane evidence); ``self_certifying = True`` means this bound
+    and ``a_bar``, ``b_bar`` (its plane evidence), and ``converged`` (True when the solver's
+    own stationarity test holds, for problems where no lower bound is known); ``self_certifying = True`` means this bound
     is the certificate and the shared plane certifier is not attached.
     """
 
@@ -165,16 +166,24 @@ class Solver:
     def step(self, problem: CountingOracle, state):  # pragma: no cover - abstract
         raise NotImplementedError
 
+    @classmethod
+    def unsupported_reason(cls, problem: Oracle) -> str | None:
+        """Why this solver cannot handle ``problem`` (None if it can). Subclasses with
+        requirements beyond ``requires`` extend this."""
+        for need in cls.requires:
+            if need == "regularized_risk" and not isinstance(problem, RegularizedRisk):
+                return f"method {cls.name!r} needs a RegularizedRisk(loss, reg, lam), got {type(problem).__name__}"
+        return None
+
     def check_problem(self, problem: Oracle) -> None:
-        """Raise :class:`ProblemNotSupported` if the problem lacks what ``requires`` names."""
+        """Raise :class:`ProblemNotSupported` naming what is missing and which methods can."""
         from . import methods_supporting
 
-        for need in self.requires:
-            if need == "regularized_risk" and not isinstance(problem, RegularizedRisk):
-                raise ProblemNotSupported(
-                    f"method {self.name!r} needs a RegularizedRisk(loss, reg, lam), got "
-                    f"{type(problem).__name__}; methods for any Oracle: {methods_supporting(problem)}"
-                )
+        reason = self.unsupported_reason(problem)
+        if reason is not None:
+            raise ProblemNotSupported(
+                f"{reason}; methods that can solve this problem: {methods_supporting(problem)}"
+            )
 
     # --- the loop -----------------------------------------------------------------------
     def _prepare(self, problem, x0):
@@ -224,7 +233,7 @@ class Solver:
             if status is None:
                 if best.nonfinite or not math.isfinite(fun):
                     status = Status.NUMERICAL_ERROR
-                elif gap <= max(cfg["atol"], cfg["rtol"] * abs(fun)):
+                elif gap <= max(cfg["atol"], cfg["rtol"] * abs(fun)) or getattr(state, "converged", False):
                     status = Status.CONVERGED
                 elif cfg["max_iter"] is not None and nit >= cfg["max_iter"]:
                     status = Status.MAX_ITER
