@@ -97,13 +97,11 @@ class PlaneCertifier:
         from .inner import select
 
         self.problem = problem
-        reg = problem.reg
-        metric = reg.metric if reg.inner == "qp" else None
-        self.bundle = PlaneBundle(problem.dim, metric=metric)
+        self.bundle = PlaneBundle(problem.dim, metric=problem.reg.gram_metric)
         floor = problem.loss.lower_bound
         if math.isfinite(floor):
             self.bundle.add_fixed(np.zeros(problem.dim), float(floor))
-        self.inner = select(reg, inner)
+        self.inner = select(problem.reg, inner)
         self.max_planes = int(max_planes)
         self._alpha = None
         self._fresh = False

@@ -103,6 +103,13 @@ class Regularizer(Oracle):
         """``M a`` for a quadratic conjugate ``0.5 mu^T M mu`` (``inner == "qp"`` only)."""
         raise NotImplementedError(f"{type(self).__name__} has no quadratic conjugate (metric)")
 
+    @property
+    def gram_metric(self):
+        """The metric of the master problem's Gram matrix ``A M A^T`` for a plane bundle:
+        ``self.metric`` for a quadratic conjugate, None for the identity or when the master
+        problem needs no Gram matrix."""
+        return self.metric if self.inner == "qp" else None
+
     # --- what a subclass implements ---------------------------------------------------------
     def _conjugate(self, mu: np.ndarray) -> float:
         raise NotImplementedError(f"{type(self).__name__}.conjugate is not implemented")
@@ -314,6 +321,8 @@ class L2(Regularizer):
     def metric(self, a):
         """``M a`` with ``M = I``: returns ``a`` as a float64 array (1-D or 2-D)."""
         return np.asarray(a, dtype=np.float64)
+
+    gram_metric = None  # the identity: the bundle keeps no second copy of the planes
 
 
 def _norm(x: np.ndarray, p: float) -> float:

@@ -49,21 +49,34 @@ CATALOGUE = [
 
 UNSUPPORTED: dict[tuple[str, str], str] = {}
 
+# every registered method with its default options, plus variants selected by an option
+VARIANTS = {"proximal-bundle": [{"variant": "trust-region"}]}
+CONFIGS = [(m, {}) for m in sorted(SOLVERS)] + [
+    (m, opts) for m in sorted(SOLVERS) for opts in VARIANTS.get(m, [])]
+CONFIG_IDS = [m + "".join(f"[{v}]" for v in o.values()) for m, o in CONFIGS]
 METHODS = sorted(SOLVERS)
 
 
-def _mark(method, case):
+def _mark(method, case, opts):
+    """Known gaps: xfail with the table's reason; a solver that declares the problem
+    unsupported must refuse it with ProblemNotSupported (then the case ends here)."""
     reason = UNSUPPORTED.get((method, case.name))
     if reason:
         pytest.xfail(reason)
+    problem = case.problem()
+    declared = SOLVERS[method](**opts).unsupported_reason(problem)
+    if declared is not None:
+        with pytest.raises(ProblemNotSupported):
+            nsopt.minimize(problem, method=method, max_iter=1, **opts)
+        pytest.skip(f"declared unsupported: {declared}")
 
 
 @pytest.mark.parametrize("case", CATALOGUE, ids=str)
-@pytest.mark.parametrize("method", METHODS)
-def test_certificate_brackets_optimum(method, case):
-    _mark(method, case)
+@pytest.mark.parametrize("method,opts", CONFIGS, ids=CONFIG_IDS)
+def test_certificate_brackets_optimum(method, opts, case):
+    _mark(method, case, opts)
     J = case.problem()
-    res = nsopt.minimize(J, method=method, rtol=1e-6, max_iter=20000)
+    res = nsopt.minimize(J, method=method, rtol=1e-6, max_iter=20000, **opts)
     f_star = case.f_star()
     tol = 1e-7 * max(1.0, abs(f_star))
     assert res.lower_bound - tol <= f_star <= res.fun + tol
@@ -72,10 +85,10 @@ def test_certificate_brackets_optimum(method, case):
     assert res.certificate.check(J) >= res.lower_bound - 1e-9 * max(1.0, abs(res.lower_bound))
 
 
-@pytest.mark.parametrize("method", METHODS)
-def test_result_fields_and_types(method):
+@pytest.mark.parametrize("method,opts", CONFIGS, ids=CONFIG_IDS)
+def test_result_fields_and_types(method, opts):
     J = CATALOGUE[0].problem()
-    res = nsopt.minimize(J, method=method, max_iter=5)
+    res = nsopt.minimize(J, method=method, max_iter=5, **opts)
     assert isinstance(res, nsopt.Result)
     assert res.x.shape == (J.dim,) and res.x.dtype == np.float64
     for name in ("fun", "lower_bound", "gap", "time"):
@@ -91,20 +104,25 @@ def test_result_fields_and_types(method):
     assert res.certificate.upper == res.fun and res.certificate.lower == res.lower_bound
 
 
-@pytest.mark.parametrize("method", METHODS)
-def test_callback_stop_equals_max_iter(method):
+@pytest.mark.parametrize("method,opts", CONFIGS, ids=CONFIG_IDS)
+def test_callback_stop_equals_max_iter(method, opts):
     J = CATALOGUE[2].problem()
     k = 3
-    a = nsopt.minimize(J, method=method, max_iter=k, rtol=1e-12)
+    a = nsopt.minimize(J, method=method, max_iter=k, rtol=1e-12, **opts)
 
     def stop_at_k(state, count=[0]):
         count[0] += 1
         if count[0] >= k:
             raise StopIteration
 
-    b = nsopt.minimize(J, method=method, callback=stop_at_k, rtol=1e-12)
-    c = nsopt.minimize(J, method=method, callback=lambda s, n=[0]: (n.__setitem__(0, n[0] + 1) or n[0] >= k),
-                       rtol=1e-12)
+    b = nsopt.minimize(J, method=method, callback=stop_at_k, rtol=1e-12, **opts)
+    count = [0]
+
+    def true_at_k(state):
+        count[0] += 1
+        return count[0] >= k
+
+    c = nsopt.minimize(J, method=method, callback=true_at_k, rtol=1e-12, **opts)
     assert a.status is nsopt.Status.MAX_ITER
     assert b.status is c.status is nsopt.Status.CALLBACK
     assert a.nit == b.nit == c.nit == k
@@ -112,8 +130,8 @@ def test_callback_stop_equals_max_iter(method):
     assert a.fun == b.fun == c.fun and a.lower_bound == b.lower_bound
 
 
-@pytest.mark.parametrize("method", METHODS)
-def test_nfev_counts_distinct_oracle_calls(method):
+@pytest.mark.parametrize("method,opts", CONFIGS, ids=CONFIG_IDS)
+def test_nfev_counts_distinct_oracle_calls(method, opts):
     J = CATALOGUE[0].problem()
     calls = []
     inner = J.loss._value_and_subgradient
@@ -123,25 +141,25 @@ def test_nfev_counts_distinct_oracle_calls(method):
         return inner(w)
 
     J.loss._value_and_subgradient = counted
-    res = nsopt.minimize(J, method=method, max_iter=10)
+    res = nsopt.minimize(J, method=method, max_iter=10, **opts)
     assert res.nfev >= len(calls) > 0
     # no point evaluated twice
     assert len({c.tobytes() for c in calls}) == len(calls)
 
 
-@pytest.mark.parametrize("method", METHODS)
-def test_x0_not_modified_and_used(method):
+@pytest.mark.parametrize("method,opts", CONFIGS, ids=CONFIG_IDS)
+def test_x0_not_modified_and_used(method, opts):
     J = CATALOGUE[0].problem()
     x0 = np.full(J.dim, 0.3)
     keep = x0.copy()
-    res = nsopt.minimize(J, method=method, x0=x0, max_iter=0)
+    res = nsopt.minimize(J, method=method, x0=x0, max_iter=0, **opts)
     np.testing.assert_array_equal(x0, keep)
     np.testing.assert_array_equal(res.x, keep)
     assert res.fun == pytest.approx(J.value(keep)) and res.nit == 0
 
 
-@pytest.mark.parametrize("method", METHODS)
-def test_keyboard_interrupt_returns_best(method):
+@pytest.mark.parametrize("method,opts", CONFIGS, ids=CONFIG_IDS)
+def test_keyboard_interrupt_returns_best(method, opts):
     J = CATALOGUE[1].problem()
     inner = J.loss._value_and_subgradient
     n = [0]
@@ -153,14 +171,14 @@ def test_keyboard_interrupt_returns_best(method):
         return inner(w)
 
     J.loss._value_and_subgradient = interrupt_at_5
-    res = nsopt.minimize(J, method=method, rtol=1e-12)
+    res = nsopt.minimize(J, method=method, rtol=1e-12, **opts)
     assert res.status is nsopt.Status.INTERRUPTED and not res.success
     assert np.isfinite(res.fun) and res.fun == pytest.approx(J.value(res.x))
     assert res.lower_bound <= res.fun
 
 
-@pytest.mark.parametrize("method", METHODS)
-def test_numerical_error_on_nan(method):
+@pytest.mark.parametrize("method,opts", CONFIGS, ids=CONFIG_IDS)
+def test_numerical_error_on_nan(method, opts):
     J = CATALOGUE[0].problem()
     inner = J.loss._value_and_subgradient
     n = [0]
@@ -171,15 +189,15 @@ def test_numerical_error_on_nan(method):
         return (math.nan, g) if n[0] >= 3 else (f, g)
 
     J.loss._value_and_subgradient = nan_at_3
-    res = nsopt.minimize(J, method=method, rtol=1e-12, max_iter=50)
+    res = nsopt.minimize(J, method=method, rtol=1e-12, max_iter=50, **opts)
     assert res.status is nsopt.Status.NUMERICAL_ERROR
     assert np.isfinite(res.fun)
 
 
-@pytest.mark.parametrize("method", METHODS)
-def test_iterate_keeps_state_type(method):
+@pytest.mark.parametrize("method,opts", CONFIGS, ids=CONFIG_IDS)
+def test_iterate_keeps_state_type(method, opts):
     J = CATALOGUE[0].problem()
-    solver = SOLVERS[method](max_iter=4)
+    solver = SOLVERS[method](max_iter=4, **opts)
     states = list(solver.iterate(J))
     assert len(states) == 5  # init + 4 steps
     assert len({type(s) for s in states}) == 1
@@ -189,14 +207,14 @@ def test_iterate_keeps_state_type(method):
         assert s.lower_bound == t.lower_bound
 
 
-@pytest.mark.parametrize("method", METHODS)
-def test_unknown_option_is_a_type_error(method):
+@pytest.mark.parametrize("method,opts", CONFIGS, ids=CONFIG_IDS)
+def test_unknown_option_is_a_type_error(method, opts):
     with pytest.raises(TypeError, match="unknown option"):
-        SOLVERS[method](maxiter=3)
+        SOLVERS[method](maxiter=3, **opts)
     with pytest.raises(ValueError):
-        SOLVERS[method](max_iter=-1)
+        SOLVERS[method](max_iter=-1, **opts)
     with pytest.raises(ValueError):
-        SOLVERS[method](rtol=0.0, atol=0.0)
+        SOLVERS[method](rtol=0.0, atol=0.0, **opts)
 
 
 def test_unknown_method():

@@ -113,10 +113,13 @@ class BestPoint:
         self.nonfinite = False
 
     def __call__(self, ev: Evaluation) -> None:
-        if not math.isfinite(ev.fun):
+        self.offer(ev.w, ev.fun)
+
+    def offer(self, w: np.ndarray, fun: float) -> None:
+        if not math.isfinite(fun):
             self.nonfinite = True
-        elif ev.fun < self.fun:
-            self.fun, self.w = ev.fun, ev.w
+        elif fun < self.fun:
+            self.fun, self.w = fun, w
 
 
 class Solver:
@@ -124,7 +127,8 @@ class Solver:
     implement ``init`` and ``step``; see :mod:`nsopt.solvers._base`.
 
     A ``State`` may carry ``lower_bound`` (a valid lower bound proven by the solver itself)
-    and ``a_bar``, ``b_bar`` (its plane evidence), and ``converged`` (True when the solver's
+    and ``a_bar``, ``b_bar`` (its plane evidence), ``w_best`` and ``fun_best`` (a point the
+    solver valued exactly without an oracle call, e.g. by a line search), and ``converged`` (True when the solver's
     own stationarity test holds, for problems where no lower bound is known); ``self_certifying = True`` means this bound
     is the certificate and the shared plane certifier is not attached.
     """
@@ -251,6 +255,9 @@ class Solver:
             else:
                 state = new_state
                 nit += 1
+                # a point the solver valued without an oracle call (e.g. on a line)
+                if getattr(state, "w_best", None) is not None:
+                    best.offer(state.w_best, state.fun_best)
                 if callback is not None:
                     try:
                         if callback(state):

@@ -62,8 +62,7 @@ class Master(NamedTuple):
 
 
 def new_bundle(problem, fixed_floor: bool = True) -> PlaneBundle:
-    reg = problem.reg
-    bundle = PlaneBundle(problem.dim, metric=reg.metric if reg.inner == "qp" else None)
+    bundle = PlaneBundle(problem.dim, metric=problem.reg.gram_metric)
     floor = problem.loss.lower_bound
     if math.isfinite(floor):
         if fixed_floor:

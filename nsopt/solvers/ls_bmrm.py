@@ -1,0 +1,138 @@
+r"""LS-BMRM: BMRM with a line search ([TVSL10]_ Alg. 3; OCAS generalised).
+
+.. math::
+    w_t &= \arg\min_w \lambda\Omega(w) + \max_{i\le t} \langle a_i, w\rangle + b_i
+          \quad (a_t \in \partial R(w^c_{t-1})),\\
+    \eta_t &= \arg\min_{\eta \ge 0} J(w^b_{t-1} + \eta (w_t - w^b_{t-1})),\qquad
+    w^b_t = w^b_{t-1} + \eta_t (w_t - w^b_{t-1}),\\
+    w^c_t &= (1 - \theta) w^b_t + \theta w_t .
+"""
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from ..bundle import PlaneBundle
+from ._base import Option, Solver, in_range
+from ._cutting_plane import PLANE_OPTIONS, add_and_solve, master_solver, new_bundle
+from ..linesearch import exact_line_search
+
+
+class LSBMRM(Solver):
+    r"""BMRM with a line search between the best point and the master minimiser.
+
+    The oracle is queried at :math:`w^c_t = (1-\theta) w^b_t + \theta w_t`, near the best point
+    :math:`w^b_t`, which is found by an exact line search on :math:`J` from :math:`w^b_{t-1}`
+    towards the master minimiser :math:`w_t`. The cutting-plane model, and so the certificate,
+    is BMRM's: the gap is :math:`J(w^b_t) - J_t(w_t)` ([TVSL10]_ Alg. 3).
+
+    Parameters
+    ----------
+    theta : float in (0, 1], default 0.9
+        Where to query between the best point and the master minimiser (0.9 "works well in
+        practice", Franc & Sonnenburg).
+    line_search : bool, default True
+        ``False`` takes :math:`\eta_t = 1`, which reproduces BMRM's iterates (requirement C6).
+    inner, inner_rtol, remove_inactive, max_planes
+        As in :class:`~nsopt.solvers.BMRM`.
+
+    Notes
+    -----
+    Notation: ``w_master`` is :math:`w_t`, ``w_best`` is :math:`w^b_t`, ``w_query`` is
+    :math:`w^c_t` ([TVSL10]_ Alg. 3).
+
+    Line search: exact when the problem's line function knows its breakpoints (hinge-type
+    losses, squared hinge, L2/L1 regularizers: ``LineFunction.minimize``); otherwise a
+    subgradient Wolfe search (:func:`nsopt.linesearch.exact_line_search`). The step is taken
+    over :math:`\eta \ge 0` as in OCAS (the paper writes :math:`\eta \in \mathbb{R}`; a
+    negative step is never needed for the guarantee, Theorem 7). Each line costs two passes
+    over the data (``X w_b`` and ``X d``) plus O(m log m), about one more oracle call.
+
+    Certificate: the master dual value, as BMRM (source ``"bundle-dual"``).
+
+    ``Result.info``: ``n_planes``, ``inner_time``, ``line_steps`` (steps with
+    :math:`\eta_t > 0`).
+
+    References
+    ----------
+    .. [TVSL10] C. H. Teo et al. Bundle methods for regularized risk minimization. JMLR 2010.
+    .. [FS08] V. Franc, S. Sonnenburg. Optimized cutting plane algorithm for support vector
+       machines. ICML 2008.
+    """
+
+    name = "ls-bmrm"
+    requires = ("regularized_risk",)
+    self_certifying = True
+    history_fields = ("n_planes", "inner_time", "eta")
+    options = {
+        **PLANE_OPTIONS,
+        "theta": Option(0.9, in_range("theta", 0.0, 1.0, lo_open=True)),
+        "line_search": Option(True, bool),
+    }
+
+    class State(NamedTuple):
+        w_master: np.ndarray       # w_t, minimiser of the cutting-plane model
+        w_best: np.ndarray         # w_t^b, the line-search point (what the Result returns)
+        fun_best: float            # J(w_t^b)
+        w_query: np.ndarray        # w_t^c, where the oracle is called next
+        lower_bound: float         # master dual value: a valid lower bound
+        alpha: np.ndarray
+        a_bar: np.ndarray
+        b_bar: float
+        bundle: PlaneBundle
+        master: object
+        eta: float                 # the last line-search step
+        n_planes: int
+        inner_time: float
+        line_steps: int
+
+    def init(self, problem, x0):
+        bundle = new_bundle(problem)
+        ev = problem.evaluate(x0)
+        s = self.State(w_master=x0, w_best=x0, fun_best=ev.fun, w_query=x0,
+                       lower_bound=-math.inf, alpha=np.zeros(bundle.n), a_bar=None, b_bar=None,
+                       bundle=bundle, master=master_solver(problem, self.inner), eta=0.0,
+                       n_planes=bundle.n, inner_time=0.0, line_steps=0)
+        return self._update(problem, s, ev)
+
+    def step(self, problem, s):
+        return self._update(problem, s, problem.evaluate(s.w_query))   # [TVSL10, Alg. 3, l. 4]
+
+    def _update(self, problem, s, ev):
+        w_b, fun_b = s.w_best, s.fun_best
+        if ev.fun < fun_b:  # the query point itself may be the best so far
+            w_b, fun_b = ev.w, ev.fun
+        m = add_and_solve(problem, s.bundle, s.alpha, ev, s.master,    # l. 5-6
+                          outer_gap=fun_b - s.lower_bound, inner_rtol=self.inner_rtol,
+                          remove_inactive=self.remove_inactive, max_planes=self.max_planes)
+        w_t = m.w
+        eta = 1.0
+        if self.line_search:                                             # l. 7-8
+            d = w_t - w_b
+            if np.any(d):
+                line = problem.restrict(w_b, d)
+                eta = exact_line_search(line, lo=0.0).eta
+                if math.isfinite(eta) and eta > 0:
+                    fun_new = line.value(eta)
+                    if fun_new < fun_b:
+                        w_b, fun_b = w_b + eta * d, fun_new
+            else:
+                eta = 0.0
+        else:
+            w_b = w_t
+            fun_b = math.inf  # unknown until queried: BMRM's iterate
+        w_c = w_t if not self.line_search else (1.0 - self.theta) * w_b + self.theta * w_t  # l. 9
+        improved = m.dual_value >= s.lower_bound
+        return self.State(
+            w_master=w_t, w_best=w_b if math.isfinite(fun_b) else None, fun_best=fun_b,
+            w_query=w_c, lower_bound=max(m.dual_value, s.lower_bound), alpha=m.alpha,
+            a_bar=m.a_bar if improved else s.a_bar, b_bar=m.b_bar if improved else s.b_bar,
+            bundle=s.bundle, master=s.master, eta=float(eta), n_planes=s.bundle.n,
+            inner_time=s.inner_time + m.seconds,
+            line_steps=s.line_steps + int(self.line_search and eta > 0),
+        )
+
+    def info(self, s):
+        return {"n_planes": s.n_planes, "inner_time": s.inner_time, "line_steps": s.line_steps}

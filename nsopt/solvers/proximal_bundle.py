@@ -1,0 +1,398 @@
+r"""Proximal and trust-region bundle methods.
+
+``ProximalBundle(variant="proximal")`` is Uřičář & Franc's proximal BMRM ([UF12]_ Alg. 2) for
+:math:`J(w) = \tfrac\lambda2\|w\|^2 + R(w)`, optionally with one cutting-plane model per group of
+examples (``n_models=P``, P-BMRM); ``ProximalBundle(variant="trust-region")`` is a classical
+proximal bundle method with serious and null steps for ANY convex :class:`~nsopt.Oracle`.
+Both store their planes in :class:`~nsopt.bundle.PlaneBundle` and solve their master problems
+with the QP backend of :mod:`nsopt.inner`: a prox term :math:`\tfrac u2\|w - c\|^2` around a
+centre :math:`c` is the L2 master problem with offsets :math:`b_i + \langle a_i, c\rangle` in the
+variable :math:`w - c` (:func:`_prox_master`).
+"""
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from ..bundle import PlaneBundle
+from ..inner import QPSimplex
+from ..problem import RegularizedRisk
+from ..regularizers import L2
+from ._base import Option, Solver, in_range, positive_int
+from ._cutting_plane import PLANE_OPTIONS, add_and_solve, master_solver, new_bundle
+
+_L2 = L2()
+
+
+class _ShiftedPlanes:
+    """The planes of a bundle with other offsets (a read-only view for the master solver)."""
+
+    def __init__(self, bundle: PlaneBundle, b: np.ndarray):
+        self._bundle, self.b = bundle, b
+
+    def __getattr__(self, name):
+        return getattr(self._bundle, name)
+
+
+def _prox_master(bundle, master, lam, u, centre, warm, tol):
+    r"""Solve :math:`\min_w \tfrac\lambda2\|w\|^2 + \tfrac u2\|w - c\|^2 + \max_i \langle a_i,
+    w\rangle + b_i` in the dual.
+
+    With :math:`\lambda' = \lambda + u` and :math:`s = (u/\lambda') c` the objective is
+    :math:`\tfrac{\lambda'}2\|v\|^2 + \max_i \langle a_i, v\rangle + b_i + \langle a_i, s\rangle`
+    + const in :math:`v = w - s` ([UF12]_ eq. 13 with :math:`u = 2\alpha`), an ordinary L2
+    master problem; returns ``(sol, w)``.
+    """
+    lam2 = lam + u
+    shift = (u / lam2) * centre
+    view = _ShiftedPlanes(bundle, bundle.b + bundle.A @ shift)
+    sol = master.solve(view, _L2, lam2, warm=warm, tol=tol)
+    return sol, sol.w + shift
+
+
+def _variant(v):
+    if v not in ("proximal", "trust-region"):
+        raise ValueError(f"variant must be 'proximal' or 'trust-region', got {v!r}")
+    return v
+
+
+class ProximalBundle(Solver):
+    """Proximal bundle methods: ``variant="proximal"`` or ``"trust-region"``.
+
+    ``ProximalBundle(variant=..., **options)`` returns a :class:`ProxBMRM` or a
+    :class:`TrustRegionBundle`; see those classes for the options of each variant.
+    """
+
+    name = "proximal-bundle"
+
+    def __new__(cls, variant: str = "proximal", **options):
+        if cls is ProximalBundle:
+            cls = {"proximal": ProxBMRM, "trust-region": TrustRegionBundle}[_variant(variant)]
+        return super().__new__(cls)
+
+    def __init__(self, variant: str = "proximal", **options):
+        super().__init__(**options)
+        self.config["variant"] = variant
+
+    @classmethod
+    def unsupported_reason(cls, problem):
+        # the registry entry: some variant handles any oracle
+        return TrustRegionBundle.unsupported_reason(problem)
+
+
+# ----------------------------------------------------------------------------------------
+class ProxBMRM(ProximalBundle):
+    r"""Proximal BMRM of Uřičář & Franc, with multiple cutting-plane models.
+
+    .. math:: w_{t+1} = \arg\min_w \tfrac\lambda2\|w\|^2 + \sum_{p=1}^P R_{t,p}(w)
+              + \alpha_t \|w - w_t\|^2
+
+    The prox weight :math:`\alpha_t` is kept while the objective decreases by at least
+    :math:`\gamma`; otherwise it is re-tuned to the smallest :math:`\alpha \in \{0, 1, 2, 4,
+    \dots\}` whose step stays within ``K`` of :math:`w_t`, and :math:`\gamma` is reset to
+    :math:`J(w_{t+1})/T - J_t(w^0_{t+1})/(T(1-\epsilon))` ([UF12]_ Alg. 2, eq. 11).
+
+    Parameters
+    ----------
+    n_models : int, default 1
+        ``P``: one cutting-plane model per contiguous group of examples ([UF12]_ Sec. 3.3);
+        needs a loss with ``group_value_and_subgradients`` (the scalar losses). Not yet
+        supported: P > 1 raises ``NotImplementedError``.
+    K : float or None
+        Step bound; default ``0.01 ||w_1||``, or 0.4 when ``w_1 = 0`` (SHOGUN's rule).
+    T : int, default 100
+        Iterations without re-tuning after which the decrease rule forces a re-tune.
+    init : {"zeros", "sgd"}
+        Starting point when ``x0`` is not given: the regularizer's minimiser, or the best
+        of ``sgd_passes`` passes of mini-batch SGD ([UF12]_ Sec. 3.2).
+    sgd_passes : int, default 10
+    inner_rtol, remove_inactive, max_planes
+        As in :class:`~nsopt.solvers.BMRM`.
+
+    Notes
+    -----
+    Variant chosen: the one-oracle-call-per-iteration variant of SHOGUN's ``libppbm``: every
+    iteration takes the step and evaluates it; the decrease test decides whether the NEXT
+    iteration re-tunes :math:`\alpha`. The paper's literal Alg. 2 evaluates a rejected
+    candidate and the re-tuned point in one iteration (two oracle calls); with an oracle that
+    dominates the cost, one call per iteration is the better trade, and every evaluated point
+    adds a valid plane either way. Unlike SHOGUN, :math:`J` in the decrease test is the true
+    objective (no prox term).
+
+    Certificate: the :math:`\alpha = 0` master problem (plain BMRM over the same planes) is
+    solved every iteration; its dual value is a valid lower bound (source ``"bundle-dual"``).
+    The prox master's value is never used as a bound.
+
+    ``Result.info``: ``n_planes``, ``n_tunes`` (re-tunings of alpha), ``alpha`` (final).
+
+    References
+    ----------
+    .. [UF12] M. Uřičář, V. Franc. Efficient algorithm for regularized risk minimization.
+       CVWW 2012. Algorithm 2, eqs. (11)-(13); Sec. 3.2-3.3.
+    """
+
+    requires = ("regularized_risk",)
+    self_certifying = True
+    history_fields = ("n_planes", "alpha")
+    options = {
+        **PLANE_OPTIONS,
+        "n_models": Option(1, positive_int("n_models")),
+        "K": Option(None, lambda v: None if v is None else in_range("K", 0.0, math.inf, lo_open=True)(v)),
+        "T": Option(100, positive_int("T")),
+        "init": Option("zeros", lambda v: v if v in ("zeros", "sgd") else (_ for _ in ()).throw(
+            ValueError(f"init must be 'zeros' or 'sgd', got {v!r}"))),
+        "sgd_passes": Option(10, positive_int("sgd_passes")),
+        "alpha_max": Option(2.0 ** 40, in_range("alpha_max", 0.0, math.inf, lo_open=True)),
+    }
+
+    class State(NamedTuple):
+        w: np.ndarray              # w_t: the prox centre, the last evaluated point
+        fun: float                 # J(w_t)
+        fun_best: float
+        lower_bound: float         # alpha = 0 master dual value
+        a_bar: np.ndarray
+        b_bar: float
+        alpha: float               # prox weight alpha_t (the paper's; prox term alpha ||w - w_t||^2)
+        gamma: float               # decrease threshold
+        retune: bool               # re-tune alpha at this iteration
+        beta0: np.ndarray          # multipliers of the alpha = 0 master (warm start)
+        beta: np.ndarray | None    # multipliers of the prox master (warm start)
+        K: float
+        bundle: PlaneBundle
+        master: object
+        n_planes: int
+        n_tunes: int
+
+    @classmethod
+    def unsupported_reason(cls, problem):
+        if not isinstance(problem, RegularizedRisk):
+            return ("proximal BMRM needs a RegularizedRisk(loss, L2(), lam); for any other "
+                    "convex function use ProximalBundle(variant='trust-region')")
+        if type(problem.reg) is not L2:
+            return (f"proximal BMRM needs the L2 regularizer, got {type(problem.reg).__name__}; "
+                    "use variant='trust-region', or method 'bmrm'")
+        return None
+
+    def init(self, problem, x0):
+        if self.n_models != 1:
+            raise NotImplementedError("n_models > 1 (P-BMRM) is not implemented yet")
+        if self.config["init"] == "sgd" and not np.any(x0):
+            from ..warmstart import sgd_start
+            x0 = sgd_start(problem, passes=self.sgd_passes)
+        bundle = new_bundle(problem)
+        norm = float(np.linalg.norm(x0))
+        K = self.K if self.K is not None else (0.01 * norm if norm > 0 else 0.4)
+        ev = problem.evaluate(x0)
+        m = add_and_solve(problem, bundle, np.zeros(bundle.n), ev, master_solver(problem, "qp"),
+                          outer_gap=math.inf, inner_rtol=self.inner_rtol)
+        return self.State(w=x0, fun=ev.fun, fun_best=ev.fun, lower_bound=m.dual_value,
+                          a_bar=m.a_bar, b_bar=m.b_bar, alpha=0.0, gamma=math.inf, retune=True,
+                          beta0=m.alpha, beta=None, K=K, bundle=bundle, master=QPSimplex(),
+                          n_planes=bundle.n, n_tunes=0)
+
+    def _prox(self, problem, s, alpha, warm):
+        return _prox_master(s.bundle, s.master, problem.lam, 2.0 * alpha, s.w, warm, None)
+
+    def step(self, problem, s):
+        lam, c, K = problem.lam, s.w, s.K
+        w0 = -(s.beta0 @ s.bundle.A) / lam if s.beta0.size == s.bundle.n else None
+        alpha, beta, tuned = s.alpha, s.beta, False
+        if s.retune:                                                     # [UF12, Alg. 2, l. 7]
+            tuned = True
+            if w0 is not None and np.linalg.norm(w0 - c) <= K:
+                alpha, beta, w_new = 0.0, s.beta0, w0
+            else:
+                alpha = max(alpha, 1.0)
+                sol, w_new = self._prox(problem, s, alpha, None)
+                while np.linalg.norm(w_new - c) > K and alpha < self.alpha_max:   # double
+                    alpha *= 2.0
+                    sol, w_new = self._prox(problem, s, alpha, sol.alpha)
+                while alpha > 1.0:                                       # halve while feasible
+                    sol2, w2 = self._prox(problem, s, alpha / 2.0, sol.alpha)
+                    if np.linalg.norm(w2 - c) > K:
+                        break
+                    alpha, sol, w_new = alpha / 2.0, sol2, w2
+                beta = sol.alpha
+        elif alpha == 0.0:
+            beta, w_new = s.beta0, w0
+        else:
+            warm = beta if beta is not None and beta.size == s.bundle.n else None
+            sol, w_new = self._prox(problem, s, alpha, warm)             # l. 3
+            beta = sol.alpha
+        ev = problem.evaluate(w_new)
+        fun_best = min(s.fun_best, ev.fun)
+        # add the plane and re-solve the alpha = 0 master: the certificate (l. 10)
+        n_before = s.bundle.n
+        m = add_and_solve(problem, s.bundle, s.beta0, ev, s.master,
+                          outer_gap=fun_best - s.lower_bound, inner_rtol=self.inner_rtol,
+                          remove_inactive=self.remove_inactive, max_planes=self.max_planes)
+        if beta is not None and beta.size != s.bundle.n:
+            beta = np.append(beta, 0.0) if beta.size == n_before and s.bundle.n == n_before + 1 else None
+        gamma = s.gamma
+        if tuned:                                                        # eq. (11)
+            eps = self.rtol
+            gamma = ev.fun / self.T - m.dual_value / (self.T * (1.0 - eps))
+        retune = (s.fun - ev.fun) < gamma                                # l. 4
+        return self.State(w=ev.w, fun=ev.fun, fun_best=fun_best, lower_bound=m.dual_value,
+                          a_bar=m.a_bar, b_bar=m.b_bar, alpha=alpha, gamma=gamma, retune=retune,
+                          beta0=m.alpha, beta=beta, K=K, bundle=s.bundle, master=s.master,
+                          n_planes=s.bundle.n, n_tunes=s.n_tunes + int(tuned))
+
+    def info(self, s):
+        return {"n_planes": s.n_planes, "n_tunes": s.n_tunes, "alpha": s.alpha}
+
+
+# ----------------------------------------------------------------------------------------
+class TrustRegionBundle(ProximalBundle):
+    r"""A classical proximal bundle method with serious and null steps, for any convex oracle.
+
+    .. math:: x_{t+1} = \arg\min_x \max_{i \in B} f(x_i) + \langle g_i, x - x_i\rangle
+              + \tfrac u2 \|x - \hat x\|^2
+
+    The new point becomes the centre :math:`\hat x` (serious step) when
+    :math:`f(x_{t+1}) \le f(\hat x) - m\,\delta` with :math:`\delta = f(\hat x) -
+    \text{model}(x_{t+1})` the predicted decrease; otherwise it only adds a plane (null step).
+    The step length :math:`\|x_{t+1} - \hat x\| = \|\hat g\|/u` is the trust region: ``u`` is
+    halved after a serious step whose actual decrease is close to the prediction (the region
+    grows) and doubled after a null step whose new plane shows the model was far off at the
+    centre (the region shrinks) (BT-style control, Schramm & Zowe; Kiwiel).
+
+    Parameters
+    ----------
+    step0 : float, default 1.0
+        Length of the first step (``u_0 = ||g_0|| / step0``).
+    descent : float in (0, 1), default 0.1
+        ``m`` of the serious-step test.
+    radius : float or None
+        A bound :math:`\|x^*\| \le` ``radius`` on a minimiser; with it the solver reports the
+        lower bound :math:`f(\hat x) - \hat\epsilon - \langle\hat g, \hat x\rangle -
+        \text{radius}\,\|\hat g\|`.
+    max_planes : int, default 50
+        Bundle cap; when full, zero-multiplier planes go and old ones are aggregated (Kiwiel's
+        aggregation keeps the convergence proof).
+    remove_inactive, inner_rtol
+        As in :class:`~nsopt.solvers.BMRM`.
+
+    Notes
+    -----
+    Certificate: the aggregate subgradient :math:`\hat g = \sum_i \beta_i g_i` and the
+    linearization error :math:`\hat\epsilon = f(\hat x) - \sum_i \beta_i (f(x_i) + \langle g_i,
+    \hat x - x_i\rangle) \ge 0` prove :math:`\hat g \in \partial_{\hat\epsilon} f(\hat x)`, i.e.
+    :math:`f(x) \ge f(\hat x) + \langle\hat g, x - \hat x\rangle - \hat\epsilon` for all x. On a
+    ``RegularizedRisk`` the shared plane certifier turns the oracle calls into a true gap; with
+    ``radius`` the inequality gives a bound; ``problem.lower_bound`` is used when finite.
+    Without any of these there is no finite lower bound and the run stops on the stationarity
+    test :math:`\delta = \hat\epsilon + \|\hat g\|^2/u \le \max(\text{atol}, \text{rtol}|f(\hat
+    x)|)` (status ``converged``, ``info["stationary"] = True``).
+
+    ``Result.info``: ``n_serious``, ``n_null``, ``eps_subgradient`` (:math:`\hat\epsilon`),
+    ``aggregate_norm`` (:math:`\|\hat g\|`), ``stationary``.
+
+    References
+    ----------
+    .. [SZ92] H. Schramm, J. Zowe. A version of the bundle idea for minimizing a nonsmooth
+       function. SIAM J. Optim. 2(1), 1992.
+    .. [Kiw90] K. C. Kiwiel. Proximity control in bundle methods for convex nondifferentiable
+       minimization. Math. Programming 46, 1990.
+    """
+
+    requires = ()
+    self_certifying = False
+    history_fields = ("n_planes", "u", "serious")
+    options = {
+        "inner_rtol": PLANE_OPTIONS["inner_rtol"],
+        "remove_inactive": PLANE_OPTIONS["remove_inactive"],
+        "max_planes": Option(50, PLANE_OPTIONS["max_planes"].check),
+        "n_models": Option(1, positive_int("n_models")),
+        "step0": Option(1.0, in_range("step0", 0.0, math.inf, lo_open=True)),
+        "descent": Option(0.1, in_range("descent", 0.0, 1.0, lo_open=True, hi_open=True)),
+        "radius": Option(None, lambda v: None if v is None else in_range("radius", 0.0, math.inf)(v)),
+    }
+
+    class State(NamedTuple):
+        centre: np.ndarray         # x-hat, the stability centre
+        fun_centre: float          # f(x-hat)
+        x: np.ndarray              # the next trial point (master minimiser)
+        u: float                   # proximity weight (inverse trust radius)
+        delta: float               # predicted decrease at x
+        eps_subgradient: float     # linearization error of the aggregate at the centre
+        aggregate_norm: float      # ||g-hat||
+        lower_bound: float         # from radius / problem.lower_bound (-inf if none)
+        converged: bool            # stationarity test (used when no bound is known)
+        beta: np.ndarray
+        bundle: PlaneBundle
+        master: object
+        serious: bool              # was the last step serious
+        n_serious: int
+        n_null: int
+        n_planes: int
+
+    @classmethod
+    def unsupported_reason(cls, problem):
+        return None
+
+    def init(self, problem, x0):
+        if self.n_models != 1:
+            raise NotImplementedError(
+                "n_models > 1 applies to variant='proximal' on a RegularizedRisk, not to the "
+                "trust-region bundle on a general oracle")
+        bundle = PlaneBundle(problem.dim)
+        ev = problem.evaluate(x0)
+        bundle.add_at(ev.w, ev.fun, ev.subgradient)
+        gnorm = float(np.linalg.norm(ev.subgradient))
+        u = max(gnorm, 1e-12) / self.step0
+        s = self.State(centre=ev.w, fun_centre=ev.fun, x=ev.w, u=u, delta=math.inf,
+                       eps_subgradient=0.0, aggregate_norm=gnorm, lower_bound=-math.inf,
+                       converged=False, beta=np.ones(1), bundle=bundle, master=QPSimplex(),
+                       serious=True, n_serious=0, n_null=0, n_planes=1)
+        return self._trial(problem, s, s.u, s.beta)
+
+    def _trial(self, problem, s, u, warm, converged_ok=True):
+        """Solve the proximal master at the centre: the next trial point and the certificate."""
+        bundle = s.bundle
+        sol, x = _prox_master(bundle, s.master, 0.0, u, s.centre,
+                              warm if warm is not None and warm.size == bundle.n else None, None)
+        beta = sol.alpha
+        g_hat = beta @ bundle.A
+        lin = float(beta @ (bundle.b + bundle.A @ s.centre))   # aggregate linearization at centre
+        eps = max(s.fun_centre - lin, 0.0)
+        gnorm = float(np.linalg.norm(g_hat))
+        delta = eps + gnorm ** 2 / u
+        lower = problem.lower_bound
+        if self.radius is not None:
+            lower = max(lower, lin - float(g_hat @ s.centre) - self.radius * gnorm)
+        tol = max(self.atol, self.rtol * abs(s.fun_centre))
+        return s._replace(x=x, u=u, delta=delta, eps_subgradient=eps, aggregate_norm=gnorm,
+                          lower_bound=lower, converged=delta <= tol and not math.isfinite(lower),
+                          beta=beta, n_planes=bundle.n)
+
+    def step(self, problem, s):
+        ev = problem.evaluate(s.x)
+        bundle, u, beta = s.bundle, s.u, s.beta
+        if self.remove_inactive is not None:
+            beta = beta[bundle.drop(bundle.age >= self.remove_inactive)]
+        if self.max_planes is not None and bundle.n >= self.max_planes:
+            beta = bundle.compress(beta, self.max_planes)
+        bundle.add_at(ev.w, ev.fun, ev.subgradient)
+        beta = np.append(beta, 0.0)
+        decrease = s.fun_centre - ev.fun
+        if decrease >= self.descent * s.delta:                           # serious step
+            if decrease >= 0.5 * s.delta:
+                u = max(u / 2.0, 1e-12)
+            s = s._replace(centre=ev.w, fun_centre=ev.fun, serious=True, n_serious=s.n_serious + 1)
+        else:                                                            # null step
+            # error of the new plane at the centre: the model was far off there
+            err = s.fun_centre - (ev.fun + float(ev.subgradient @ (s.centre - ev.w)))
+            if err > s.delta:
+                u = min(2.0 * u, 1e12)
+            s = s._replace(serious=False, n_null=s.n_null + 1)
+        s = self._trial(problem, s, u, beta)
+        bundle.update_ages(s.beta)
+        return s
+
+    def info(self, s):
+        return {"n_serious": s.n_serious, "n_null": s.n_null, "eps_subgradient": s.eps_subgradient,
+                "aggregate_norm": s.aggregate_norm, "stationary": bool(s.converged),
+                "n_planes": s.n_planes}
