@@ -10,11 +10,12 @@ from .minimize import minimize
 from .oracle import CountingOracle, FunctionOracle, LineFunction, Max, Oracle
 from .problem import RegularizedRisk
 from .result import Result, Status
+from .warmstart import path
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Oracle", "LineFunction", "FunctionOracle", "Max", "CountingOracle",
-    "RegularizedRisk", "minimize", "Result", "Status", "Certificate",
+    "RegularizedRisk", "minimize", "path", "Result", "Status", "Certificate",
     "losses", "regularizers", "solvers", "io", "datasets",
 ]

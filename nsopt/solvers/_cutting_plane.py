@@ -40,12 +40,28 @@ def _inner_choice(v):
     return v
 
 
+def _planes(v):
+    if v is None:
+        return None
+    try:
+        A, b = v
+        A = np.atleast_2d(np.asarray(A, dtype=np.float64))
+        b = np.asarray(b, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError) as exc:
+        raise ValueError("planes must be a pair (A, b): slopes (n, d) and offsets (n,)") from exc
+    if A.shape[0] != b.shape[0] or not (np.isfinite(A).all() and np.isfinite(b).all()):
+        raise ValueError(f"planes: A has {A.shape[0]} rows and b {b.shape[0]} entries (finite)")
+    return A, b
+
+
 PLANE_OPTIONS = {
     "inner": Option("auto", _inner_choice, "master-problem backend (nsopt.inner.select)"),
     "inner_rtol": Option(1e-2, in_range("inner_rtol", 0.0, 1.0, hi_open=True),
                          "master duality gap target, relative to the outer gap"),
     "remove_inactive": Option(10, _inactive_limit, "drop planes idle this many iterations"),
     "max_planes": Option(None, _max_planes, "hard cap on the bundle (aggregation when full)"),
+    "planes": Option(None, _planes, "warm start: cutting planes (A, b) of the same loss, "
+                                    "e.g. Result.info['planes'] of a run at another lam"),
 }
 
 
@@ -61,7 +77,9 @@ class Master(NamedTuple):
     n_iter: int
 
 
-def new_bundle(problem, fixed_floor: bool = True) -> PlaneBundle:
+def new_bundle(problem, fixed_floor: bool = True, planes=None) -> PlaneBundle:
+    """A bundle for ``problem``: the loss's floor plane, then the warm-start ``planes``
+    (planes of the loss do not depend on ``lam``, so a run along a path reuses them)."""
     bundle = PlaneBundle(problem.dim, metric=problem.reg.gram_metric)
     floor = problem.loss.lower_bound
     if math.isfinite(floor):
@@ -69,7 +87,19 @@ def new_bundle(problem, fixed_floor: bool = True) -> PlaneBundle:
             bundle.add_fixed(np.zeros(problem.dim), float(floor))
         else:
             bundle.add(np.zeros(problem.dim), float(floor))
+    if planes is not None:
+        A, b = planes
+        if A.shape[1] != problem.dim:
+            raise ValueError(f"warm-start planes have dimension {A.shape[1]}, expected {problem.dim}")
+        for a_i, b_i in zip(A, b):
+            bundle.add(a_i, b_i)
     return bundle
+
+
+def bundle_planes(bundle: PlaneBundle) -> tuple[np.ndarray, np.ndarray]:
+    """The ordinary (non-fixed) planes as ``(A, b)`` copies, for ``Result.info['planes']``."""
+    k = bundle.n_fixed
+    return bundle.A[k:].copy(), bundle.b[k:].copy()
 
 
 def add_and_solve(problem, bundle: PlaneBundle, alpha: np.ndarray, ev, master, *,

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..bundle import PlaneBundle
 from ._base import Solver
-from ._cutting_plane import PLANE_OPTIONS, add_and_solve, master_solver, new_bundle
+from ._cutting_plane import PLANE_OPTIONS, add_and_solve, bundle_planes, master_solver, new_bundle
 
 
 class BMRM(Solver):
@@ -102,7 +102,7 @@ class BMRM(Solver):
 
     # ------------------------------------------------------------------------------------
     def init(self, problem, x0):
-        bundle = new_bundle(problem)
+        bundle = new_bundle(problem, planes=self.planes)
         empty = self.State(w=x0, fun_best=math.inf, lower_bound=-math.inf,
                            alpha=np.zeros(bundle.n), a_bar=None, b_bar=None, bundle=bundle,
                            n_planes=bundle.n, inner_time=0.0, inner_iter=0,
@@ -125,4 +125,5 @@ class BMRM(Solver):
         )
 
     def info(self, s):
-        return {"n_planes": s.n_planes, "inner_time": s.inner_time, "inner_iter": s.inner_iter}
+        return {"n_planes": s.n_planes, "inner_time": s.inner_time, "inner_iter": s.inner_iter,
+                "planes": bundle_planes(s.bundle)}

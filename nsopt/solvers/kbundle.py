@@ -95,7 +95,8 @@ class KBundle(Solver):
         return reason
 
     def _closed_form(self, problem) -> bool:
-        return self.closed_form and self.bundle_size == 2 and type(problem.reg) is L2
+        return (self.closed_form and self.bundle_size == 2 and type(problem.reg) is L2
+                and self.planes is None)
 
     def init(self, problem, x0):
         if self._closed_form(problem):
@@ -107,7 +108,8 @@ class KBundle(Solver):
             return self.State(w=w1, fun_best=ev.fun, lower_bound=b1 - 0.5 * lam * float(w1 @ w1),
                               a_bar=a1.copy(), b_bar=b1, alpha=None, bundle=None, master=None,
                               n_planes=2)
-        bundle = new_bundle(problem)  # the loss's floor plane is kept apart from the k planes
+        # the loss's floor plane is kept apart from the k planes
+        bundle = new_bundle(problem, planes=self.planes)
         empty = self.State(w=x0, fun_best=math.inf, lower_bound=-math.inf, a_bar=None, b_bar=None,
                            alpha=np.zeros(bundle.n), bundle=bundle,
                            master=master_solver(problem, self.inner), n_planes=bundle.n)

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..bundle import PlaneBundle
 from ._base import Option, Solver, in_range
-from ._cutting_plane import PLANE_OPTIONS, add_and_solve, master_solver, new_bundle
+from ._cutting_plane import PLANE_OPTIONS, add_and_solve, bundle_planes, master_solver, new_bundle
 from ..linesearch import exact_line_search
 
 
@@ -89,7 +89,7 @@ class LSBMRM(Solver):
         line_steps: int
 
     def init(self, problem, x0):
-        bundle = new_bundle(problem)
+        bundle = new_bundle(problem, planes=self.planes)
         ev = problem.evaluate(x0)
         s = self.State(w_master=x0, w_best=x0, fun_best=ev.fun, w_query=x0,
                        lower_bound=-math.inf, alpha=np.zeros(bundle.n), a_bar=None, b_bar=None,
@@ -135,4 +135,5 @@ class LSBMRM(Solver):
         )
 
     def info(self, s):
-        return {"n_planes": s.n_planes, "inner_time": s.inner_time, "line_steps": s.line_steps}
+        return {"n_planes": s.n_planes, "inner_time": s.inner_time, "line_steps": s.line_steps,
+                "planes": bundle_planes(s.bundle)}

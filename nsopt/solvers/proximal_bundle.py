@@ -21,7 +21,7 @@ from ..inner import QPSimplex
 from ..problem import RegularizedRisk
 from ..regularizers import L2
 from ._base import Option, Solver, in_range, positive_int
-from ._cutting_plane import PLANE_OPTIONS, add_and_solve, master_solver, new_bundle
+from ._cutting_plane import PLANE_OPTIONS, add_and_solve, bundle_planes, master_solver, new_bundle
 
 _L2 = L2()
 
@@ -90,8 +90,8 @@ class ProxBMRM(ProximalBundle):
               + \alpha_t \|w - w_t\|^2
 
     The prox weight :math:`\alpha_t` is kept while the objective decreases by at least
-    :math:`\gamma`; otherwise it is re-tuned to the smallest :math:`\alpha \in \{0, 1, 2, 4,
-    \dots\}` whose step stays within ``K`` of :math:`w_t`, and :math:`\gamma` is reset to
+    :math:`\gamma`; otherwise it is re-tuned to the smallest :math:`\alpha \in \{0\} \cup
+    \{\lambda 2^k\}` whose step stays within ``K`` of :math:`w_t`, and :math:`\gamma` is reset to
     :math:`J(w_{t+1})/T - J_t(w^0_{t+1})/(T(1-\epsilon))` ([UF12]_ Alg. 2, eq. 11).
 
     Parameters
@@ -120,6 +120,13 @@ class ProxBMRM(ProximalBundle):
     dominates the cost, one call per iteration is the better trade, and every evaluated point
     adds a valid plane either way. Unlike SHOGUN, :math:`J` in the decrease test is the true
     objective (no prox term).
+
+    Scaling: the paper's grid :math:`\alpha \in \{0, 1, 2, 4, \dots\}` assumes its sum-loss
+    scaling (:math:`\lambda \ge 1`); with nsopt's mean loss (:math:`\lambda` = the paper's
+    :math:`\lambda / m`) a fixed :math:`\alpha \ge 1` would swamp :math:`\lambda` and freeze
+    the iterates, so the grid is :math:`\{0\} \cup \{\lambda 2^k, k \ge -10\}`, searched by
+    doubling from the previous value, then halving while the step stays within ``K``
+    (SHOGUN's search).
 
     Certificate: the :math:`\alpha = 0` master problem (plain BMRM over the same planes) is
     solved every iteration; its dual value is a valid lower bound (source ``"bundle-dual"``).
@@ -181,7 +188,7 @@ class ProxBMRM(ProximalBundle):
         if self.config["init"] == "sgd" and not np.any(x0):
             from ..warmstart import sgd_start
             x0 = sgd_start(problem, passes=self.sgd_passes)
-        bundle = new_bundle(problem)
+        bundle = new_bundle(problem, planes=self.planes)
         norm = float(np.linalg.norm(x0))
         K = self.K if self.K is not None else (0.01 * norm if norm > 0 else 0.4)
         ev = problem.evaluate(x0)
@@ -204,12 +211,13 @@ class ProxBMRM(ProximalBundle):
             if w0 is not None and np.linalg.norm(w0 - c) <= K:
                 alpha, beta, w_new = 0.0, s.beta0, w0
             else:
-                alpha = max(alpha, 1.0)
+                floor = lam * 2.0 ** -10  # the smallest nonzero alpha of the scaled grid
+                alpha = max(alpha, floor)
                 sol, w_new = self._prox(problem, s, alpha, None)
                 while np.linalg.norm(w_new - c) > K and alpha < self.alpha_max:   # double
                     alpha *= 2.0
                     sol, w_new = self._prox(problem, s, alpha, sol.alpha)
-                while alpha > 1.0:                                       # halve while feasible
+                while alpha > floor:                                     # halve while feasible
                     sol2, w2 = self._prox(problem, s, alpha / 2.0, sol.alpha)
                     if np.linalg.norm(w2 - c) > K:
                         break
@@ -241,7 +249,8 @@ class ProxBMRM(ProximalBundle):
                           n_planes=s.bundle.n, n_tunes=s.n_tunes + int(tuned))
 
     def info(self, s):
-        return {"n_planes": s.n_planes, "n_tunes": s.n_tunes, "alpha": s.alpha}
+        return {"n_planes": s.n_planes, "n_tunes": s.n_tunes, "alpha": s.alpha,
+                "planes": bundle_planes(s.bundle)}
 
 
 # ----------------------------------------------------------------------------------------
