@@ -26,8 +26,7 @@ from numba import njit, prange
 __all__ = ["DataMatrix"]
 
 
-@njit(cache=True, parallel=True)
-def _csr_matvec(indptr, indices, data, w, out):
+def _csr_matvec_py(indptr, indices, data, w, out):
     for i in prange(out.shape[0]):
         s = 0.0
         for k in range(indptr[i], indptr[i + 1]):
@@ -35,13 +34,21 @@ def _csr_matvec(indptr, indices, data, w, out):
         out[i] = s
 
 
-@njit(cache=True, parallel=True)
-def _csc_rmatvec(indptr, indices, data, g, out):
+def _csc_rmatvec_py(indptr, indices, data, g, out):
     for j in prange(out.shape[0]):
         s = 0.0
         for k in range(indptr[j], indptr[j + 1]):
             s += data[k] * g[indices[k]]
         out[j] = s
+
+
+# one source, two compilations: threads pay off only on enough data (a tiny problem with
+# OpenMP threads on a busy machine can be 100x slower than the serial loop)
+_csr_matvec = njit(cache=True, parallel=True)(_csr_matvec_py)
+_csc_rmatvec = njit(cache=True, parallel=True)(_csc_rmatvec_py)
+_csr_matvec_serial = njit(cache=True)(_csr_matvec_py)
+_csc_rmatvec_serial = njit(cache=True)(_csc_rmatvec_py)
+PARALLEL_MIN_NNZ = 200_000
 
 
 class DataMatrix:
@@ -60,13 +67,16 @@ class DataMatrix:
             self.csr = X
             self.csc = X.tocsc()
             self.csc.sort_indices()
+            big = X.nnz >= PARALLEL_MIN_NNZ
+            self._matvec = _csr_matvec if big else _csr_matvec_serial
+            self._rmatvec = _csc_rmatvec if big else _csc_rmatvec_serial
 
     def dot(self, w: np.ndarray) -> np.ndarray:
         if not self.sparse:
             return self.X @ w
         out = np.empty(self.shape[0])
         X = self.csr
-        _csr_matvec(X.indptr, X.indices, X.data, w, out)
+        self._matvec(X.indptr, X.indices, X.data, w, out)
         return out
 
     def rdot(self, g: np.ndarray) -> np.ndarray:
@@ -74,7 +84,7 @@ class DataMatrix:
             return g @ self.X
         out = np.empty(self.shape[1])
         X = self.csc
-        _csc_rmatvec(X.indptr, X.indices, X.data, g, out)
+        self._rmatvec(X.indptr, X.indices, X.data, g, out)
         return out
 
     def row_norms_sq(self) -> np.ndarray:
@@ -168,3 +178,233 @@ def logistic_grad(z, y, c, side, out):
         else:
             out[i] = -y[i] * c[i] / (1.0 + math.exp(t))
     return r
+
+
+# --------------------------------------------------------------------------------------
+# Kernels with a parameter (Huber's delta, the quantile's tau, the epsilon of the
+# epsilon-insensitive loss) take it as one extra trailing argument; the loss class binds it.
+# At a kink the one-sided derivatives are exact: ``side > 0`` right, ``side < 0`` left,
+# ``side == 0`` the default subgradient documented in the loss class.
+# --------------------------------------------------------------------------------------
+
+
+# --------------------------------------------------------------------------------------
+# exponential: l(z, y) = exp(-y z); derivative -y exp(-y z). exp overflows to +inf for
+# -y z > 709.78: the value is then +inf (IEEE), as it exceeds the float range.
+# --------------------------------------------------------------------------------------
+@njit(cache=True)
+def exponential_value(z, y, c):
+    r = 0.0
+    for i in range(z.shape[0]):
+        r += c[i] * math.exp(-y[i] * z[i])
+    return r
+
+
+@njit(cache=True)
+def exponential_grad(z, y, c, side, out):
+    r = 0.0
+    for i in range(z.shape[0]):
+        e = c[i] * math.exp(-y[i] * z[i])
+        r += e
+        out[i] = -y[i] * e
+    return r
+
+
+# --------------------------------------------------------------------------------------
+# Huber: l(z, y) = 0.5 r^2 if |r| <= delta else delta (|r| - delta / 2), r = z - y;
+# differentiable, derivative clip(r, -delta, delta)  (erratum E7)
+# --------------------------------------------------------------------------------------
+@njit(cache=True)
+def huber_value(z, y, c, delta):
+    s = 0.0
+    for i in range(z.shape[0]):
+        r = z[i] - y[i]
+        a = abs(r)
+        if a <= delta:
+            s += c[i] * 0.5 * r * r
+        else:
+            s += c[i] * delta * (a - 0.5 * delta)
+    return s
+
+
+@njit(cache=True)
+def huber_grad(z, y, c, side, out, delta):
+    s = 0.0
+    for i in range(z.shape[0]):
+        r = z[i] - y[i]
+        a = abs(r)
+        if a <= delta:
+            s += c[i] * 0.5 * r * r
+            out[i] = c[i] * r
+        else:
+            s += c[i] * delta * (a - 0.5 * delta)
+            out[i] = c[i] * delta if r > 0.0 else -c[i] * delta
+    return s
+
+
+# --------------------------------------------------------------------------------------
+# least squares: l(z, y) = 0.5 (z - y)^2; derivative z - y
+# --------------------------------------------------------------------------------------
+@njit(cache=True)
+def least_squares_value(z, y, c):
+    s = 0.0
+    for i in range(z.shape[0]):
+        r = z[i] - y[i]
+        s += c[i] * 0.5 * r * r
+    return s
+
+
+@njit(cache=True)
+def least_squares_grad(z, y, c, side, out):
+    s = 0.0
+    for i in range(z.shape[0]):
+        r = z[i] - y[i]
+        s += c[i] * 0.5 * r * r
+        out[i] = c[i] * r
+    return s
+
+
+# --------------------------------------------------------------------------------------
+# least absolute deviation: l(z, y) = |z - y|; kink at z = y: right derivative +1, left -1,
+# default sgn(0) = 0
+# --------------------------------------------------------------------------------------
+@njit(cache=True)
+def least_absolute_deviation_value(z, y, c):
+    s = 0.0
+    for i in range(z.shape[0]):
+        s += c[i] * abs(z[i] - y[i])
+    return s
+
+
+@njit(cache=True)
+def least_absolute_deviation_grad(z, y, c, side, out):
+    s = 0.0
+    for i in range(z.shape[0]):
+        r = z[i] - y[i]
+        s += c[i] * abs(r)
+        if r > 0.0:
+            out[i] = c[i]
+        elif r < 0.0:
+            out[i] = -c[i]
+        elif side[i] > 0.0:
+            out[i] = c[i]
+        elif side[i] < 0.0:
+            out[i] = -c[i]
+        else:
+            out[i] = 0.0
+    return s
+
+
+# --------------------------------------------------------------------------------------
+# quantile (pinball): l(z, y) = max(tau r, (tau - 1) r), r = z - y; kink at z = y: right
+# derivative tau, left tau - 1, default tau - 1 ([TVSL10] Table 5: "tau if f > y, else tau - 1")
+# --------------------------------------------------------------------------------------
+@njit(cache=True)
+def quantile_value(z, y, c, tau):
+    s = 0.0
+    for i in range(z.shape[0]):
+        r = z[i] - y[i]
+        s += c[i] * (tau * r if r > 0.0 else (tau - 1.0) * r)
+    return s
+
+
+@njit(cache=True)
+def quantile_grad(z, y, c, side, out, tau):
+    s = 0.0
+    for i in range(z.shape[0]):
+        r = z[i] - y[i]
+        if r > 0.0:
+            s += c[i] * tau * r
+            out[i] = c[i] * tau
+        else:
+            s += c[i] * (tau - 1.0) * r
+            out[i] = c[i] * (tau if (r == 0.0 and side[i] > 0.0) else tau - 1.0)
+    return s
+
+
+# --------------------------------------------------------------------------------------
+# epsilon-insensitive: l(z, y) = max(0, |z - y| - eps); kinks at z = y - eps and z = y + eps
+# (one kink at z = y when eps = 0). Right derivative: +1 if r >= eps, -1 if r < -eps, else 0;
+# left derivative: +1 if r > eps, -1 if r <= -eps, else 0; default: 0 on the kinks.
+# --------------------------------------------------------------------------------------
+@njit(cache=True)
+def epsilon_insensitive_value(z, y, c, eps):
+    s = 0.0
+    for i in range(z.shape[0]):
+        e = abs(z[i] - y[i]) - eps
+        if e > 0.0:
+            s += c[i] * e
+    return s
+
+
+@njit(cache=True)
+def epsilon_insensitive_grad(z, y, c, side, out, eps):
+    s = 0.0
+    for i in range(z.shape[0]):
+        r = z[i] - y[i]
+        e = abs(r) - eps
+        if e > 0.0:
+            s += c[i] * e
+            out[i] = c[i] if r > 0.0 else -c[i]
+        elif e < 0.0:
+            out[i] = 0.0
+        else:  # on a kink: |r| = eps
+            sd = side[i]
+            if sd > 0.0:
+                out[i] = c[i] if r >= 0.0 else 0.0
+            elif sd < 0.0:
+                out[i] = -c[i] if r <= 0.0 else 0.0
+            else:
+                out[i] = 0.0
+    return s
+
+
+# --------------------------------------------------------------------------------------
+# Poisson: l(z, y) = exp(z) - y z; derivative exp(z) - y. exp overflows to +inf for
+# z > 709.78: the value is then +inf (IEEE), as it exceeds the float range.
+# --------------------------------------------------------------------------------------
+@njit(cache=True)
+def poisson_value(z, y, c):
+    s = 0.0
+    for i in range(z.shape[0]):
+        s += c[i] * (math.exp(z[i]) - y[i] * z[i])
+    return s
+
+
+@njit(cache=True)
+def poisson_grad(z, y, c, side, out):
+    s = 0.0
+    for i in range(z.shape[0]):
+        e = math.exp(z[i])
+        s += c[i] * (e - y[i] * z[i])
+        out[i] = c[i] * (e - y[i])
+    return s
+
+
+# --------------------------------------------------------------------------------------
+# novelty: l(z, y) = max(0, y - z) with y = rho; kink at z = rho: right derivative 0,
+# left -1, default 0 ([TVSL10] Table 5: "0 if f >= rho, else -1")
+# --------------------------------------------------------------------------------------
+@njit(cache=True)
+def novelty_value(z, y, c):
+    s = 0.0
+    for i in range(z.shape[0]):
+        e = y[i] - z[i]
+        if e > 0.0:
+            s += c[i] * e
+    return s
+
+
+@njit(cache=True)
+def novelty_grad(z, y, c, side, out):
+    s = 0.0
+    for i in range(z.shape[0]):
+        e = y[i] - z[i]
+        if e > 0.0:
+            s += c[i] * e
+            out[i] = -c[i]
+        elif e == 0.0 and side[i] < 0.0:
+            out[i] = -c[i]
+        else:
+            out[i] = 0.0
+    return s

@@ -1,0 +1,433 @@
+"""Hypothesis laws of every scalar loss ([TVSL10] Table 5): values, subgradients, the
+sup-subgradient at kinks, line restrictions and their exact minimisation, dense vs sparse,
+sample weights vs duplicated rows.
+
+Strategies build valid inputs directly (no ``assume``). Data, points and directions are dyadic
+(entries of X in {+-1/2, +-1, +-2}, points on a grid of 1/8, targets on a grid of 1/4), so scores
+are computed exactly and kinks are hit exactly: with single-nonzero rows of X, a coordinate
+``w_j = kink_i / X[i, j]`` puts example ``i`` exactly on its kink (and the other examples of
+column j wherever they fall, often on kinks too). The reference for the sup-subgradient is
+brute force: each loss is written as a maximum of affine pieces in the score (or is
+differentiable), and ``R'(w; p) = sum_i c_i max_{k active at f_i} slope_ik q_i`` with
+``q = X p``.
+
+Notation: f = X w (scores), q = X p, c the normalised sample weights.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from typing import Callable, NamedTuple
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given
+from hypothesis import strategies as st
+
+import nsopt
+from nsopt.losses.scalar import (
+    EpsilonInsensitive,
+    Exponential,
+    Hinge,
+    Huber,
+    LeastAbsoluteDeviation,
+    LeastSquares,
+    Logistic,
+    Novelty,
+    Poisson,
+    Quantile,
+    SquaredHinge,
+)
+from nsopt.regularizers import L2
+
+DYADIC_DATA = (1.0, -1.0, 0.5, -0.5, 2.0, -2.0)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_numba_thread():
+    """Run the sparse passes on one thread: on these tiny matrices a parallel (OpenMP) launch
+    costs more than the work, up to tens of milliseconds per call on a loaded machine. The
+    results do not depend on it (each output entry is computed by one thread)."""
+    import numba
+
+    before = numba.get_num_threads()
+    numba.set_num_threads(1)
+    yield
+    numba.set_num_threads(before)
+
+
+# --- the catalogue: direct numpy formulas, affine pieces, kinks ------------------------------
+class Spec(NamedTuple):
+    make: Callable            # (X, y, param, sample_weight) -> loss
+    labels: str               # "binary", "real", "counts" or "none" (y = rho, drawn as param)
+    param: st.SearchStrategy | None
+    value: Callable           # (z, y, param) -> element values l(z_i, y_i)
+    deriv: Callable | None    # (z, y, param) -> l'(z_i, y_i), differentiable losses only
+    pieces: Callable | None   # (y, param) -> (slopes, offsets), each (m, K): l = max_k slope z + offset
+    kinks: Callable | None    # (y, param) -> (m, K) scores where l or l' is not smooth
+
+
+def _col(a):
+    return np.asarray(a, dtype=np.float64)[:, None]
+
+
+def _stack(*cols):
+    return np.stack(np.broadcast_arrays(*cols), axis=1).astype(np.float64)
+
+
+def _log1pexp(t):
+    return np.logaddexp(0.0, t)
+
+
+SPECS = {
+    "Hinge": Spec(
+        lambda X, y, a, s: Hinge(X, y, sample_weight=s), "binary", None,
+        lambda z, y, a: np.maximum(0.0, 1.0 - y * z), None,
+        lambda y, a: (_stack(0.0 * y, -y), _stack(0.0 * y, 1.0 + 0.0 * y)),
+        lambda y, a: _col(y)),
+    "SquaredHinge": Spec(
+        lambda X, y, a, s: SquaredHinge(X, y, sample_weight=s), "binary", None,
+        lambda z, y, a: 0.5 * np.maximum(0.0, 1.0 - y * z) ** 2,
+        lambda z, y, a: -y * np.maximum(0.0, 1.0 - y * z), None,
+        lambda y, a: _col(y)),
+    "Logistic": Spec(
+        lambda X, y, a, s: Logistic(X, y, sample_weight=s), "binary", None,
+        lambda z, y, a: _log1pexp(-y * z),
+        lambda z, y, a: -y / (1.0 + np.exp(y * z)), None, None),
+    "Exponential": Spec(
+        lambda X, y, a, s: Exponential(X, y, sample_weight=s), "binary", None,
+        lambda z, y, a: np.exp(-y * z),
+        lambda z, y, a: -y * np.exp(-y * z), None, None),
+    "Huber": Spec(
+        lambda X, y, a, s: Huber(X, y, delta=a, sample_weight=s), "real",
+        st.sampled_from([0.25, 0.5, 1.0, 2.0]),
+        lambda z, y, a: np.where(np.abs(z - y) <= a, 0.5 * (z - y) ** 2,
+                                 a * (np.abs(z - y) - 0.5 * a)),
+        lambda z, y, a: np.clip(z - y, -a, a), None,
+        lambda y, a: _stack(y - a, y + a)),
+    "LeastSquares": Spec(
+        lambda X, y, a, s: LeastSquares(X, y, sample_weight=s), "real", None,
+        lambda z, y, a: 0.5 * (z - y) ** 2,
+        lambda z, y, a: z - y, None, None),
+    "LeastAbsoluteDeviation": Spec(
+        lambda X, y, a, s: LeastAbsoluteDeviation(X, y, sample_weight=s), "real", None,
+        lambda z, y, a: np.abs(z - y), None,
+        lambda y, a: (_stack(1.0 + 0 * y, -1.0 + 0 * y), _stack(-y, y)),
+        lambda y, a: _col(y)),
+    "Quantile": Spec(
+        lambda X, y, a, s: Quantile(X, y, tau=a, sample_weight=s), "real",
+        st.sampled_from([0.125, 0.25, 0.5, 0.75, 0.875]),
+        lambda z, y, a: np.maximum(a * (z - y), (1.0 - a) * (y - z)), None,
+        lambda y, a: (_stack(a + 0 * y, a - 1.0 + 0 * y), _stack(-a * y, (1.0 - a) * y)),
+        lambda y, a: _col(y)),
+    "EpsilonInsensitive": Spec(
+        lambda X, y, a, s: EpsilonInsensitive(X, y, epsilon=a, sample_weight=s), "real",
+        st.sampled_from([0.0, 0.25, 0.5, 1.0]),
+        lambda z, y, a: np.maximum(0.0, np.abs(z - y) - a), None,
+        lambda y, a: (_stack(0 * y, 1.0 + 0 * y, -1.0 + 0 * y), _stack(0 * y, -y - a, y - a)),
+        lambda y, a: _stack(y - a, y + a)),
+    "Poisson": Spec(
+        lambda X, y, a, s: Poisson(X, y, sample_weight=s), "counts", None,
+        lambda z, y, a: np.exp(z) - y * z,
+        lambda z, y, a: np.exp(z) - y, None, None),
+    "Novelty": Spec(
+        lambda X, y, a, s: Novelty(X, rho=a, sample_weight=s), "none",
+        st.sampled_from([1.0, 0.5, 2.0, 0.0, -0.75]),
+        lambda z, y, a: np.maximum(0.0, a - z), None,
+        lambda y, a: (_stack(0 * y, -1.0 + 0 * y), _stack(0 * y, a + 0 * y)),
+        lambda y, a: _col(0 * y + a)),
+}
+NAMES = sorted(SPECS)
+DIFFERENTIABLE = sorted(n for n in NAMES if SPECS[n].deriv is not None)
+
+
+# --- strategies -------------------------------------------------------------------------
+class Case(NamedTuple):
+    name: str
+    X: np.ndarray             # dense copy of the data
+    y: np.ndarray             # targets (rho repeated for Novelty)
+    param: float | None
+    weight: np.ndarray | None  # integer sample weights or None
+    w: np.ndarray
+    p: np.ndarray
+    v: np.ndarray             # a second point, for the subgradient inequality
+
+    def loss(self, sparse=False, weight="self"):
+        X = sp.csr_matrix(self.X) if sparse else self.X
+        s = self.weight if isinstance(weight, str) else weight
+        return SPECS[self.name].make(X, self.y, self.param, s)
+
+    @property
+    def c(self):
+        s = np.ones(self.X.shape[0]) if self.weight is None else self.weight
+        return s / s.sum()
+
+
+@functools.lru_cache(maxsize=None)
+def _grid(scale: float, step: float):
+    k = int(round(scale / step))
+    return st.integers(-k, k).map(lambda i: i * step)
+
+
+def _floats(lo, hi):
+    return st.floats(lo, hi, allow_nan=False, allow_infinity=False, allow_subnormal=False)
+
+
+def _vector(draw, n, elements):
+    return np.array(draw(st.lists(elements, min_size=n, max_size=n)), dtype=np.float64)
+
+
+@st.composite
+def cases(draw, name, kinked=False, weighted=None, m=(1, 7), d=(1, 4)):
+    """A loss ``name`` on drawn data with a point ``w``, a direction ``p`` and a point ``v``.
+
+    ``kinked=True``: X has one nonzero per row and ``w`` puts drawn examples exactly on a kink
+    (or breakpoint of the second derivative) of their loss.
+    """
+    spec = SPECS[name]
+    m = draw(st.integers(*m))
+    d = draw(st.integers(*d))
+    param = draw(spec.param) if spec.param is not None else None
+    if spec.labels == "binary":
+        y = _vector(draw, m, st.sampled_from([1.0, -1.0]))
+    elif spec.labels == "real":
+        y = _vector(draw, m, _grid(2.0, 0.25))
+    elif spec.labels == "counts":
+        y = _vector(draw, m, st.integers(0, 6))
+    else:
+        y = np.full(m, param)
+    if kinked:
+        cols = _vector(draw, m, st.integers(0, d - 1)).astype(int)
+        X = np.zeros((m, d))
+        X[np.arange(m), cols] = _vector(draw, m, st.sampled_from(DYADIC_DATA))
+    else:
+        X = _vector(draw, m * d, st.sampled_from(DYADIC_DATA) | _floats(-2.0, 2.0)).reshape(m, d)
+        X[~np.array(draw(st.lists(st.booleans(), min_size=m * d, max_size=m * d))).reshape(m, d)] = 0.0
+    w = _vector(draw, d, _grid(2.0, 0.125))
+    if kinked and spec.kinks is not None:
+        kinks = spec.kinks(y, param)
+        for j in range(d):
+            rows = np.flatnonzero(cols == j)
+            if rows.size and draw(st.integers(0, 3)):  # usually put one example of column j on a kink
+                i = int(draw(st.sampled_from(rows.tolist())))
+                kink = kinks[i, draw(st.integers(0, kinks.shape[1] - 1))]
+                w[j] = kink / X[i, j]
+    p = _vector(draw, d, _grid(1.0, 0.25))
+    p[draw(st.integers(0, d - 1))] = draw(st.sampled_from([0.25, -0.25, 0.5, -1.0, 1.0]))
+    v = _vector(draw, d, _floats(-2.0, 2.0))
+    if weighted is None:
+        weighted = draw(st.booleans())
+    weight = None
+    if weighted:
+        weight = _vector(draw, m, st.integers(0, 3))
+        weight[draw(st.integers(0, m - 1))] += 1.0
+    return Case(name, X, y, param, weight, w, p, v)
+
+
+def _close(a, b, rtol, *scales):
+    return abs(a - b) <= rtol * max(1.0, abs(a), abs(b), *map(abs, scales))
+
+
+# --- brute force -----------------------------------------------------------------------
+def brute_sup(case, w, p):
+    """``R'(w; p)`` from the affine pieces (or the derivative) of each example's loss."""
+    spec = SPECS[case.name]
+    f, q = case.X @ w, case.X @ p
+    if spec.deriv is not None:
+        return float(case.c @ (spec.deriv(f, case.y, case.param) * q))
+    slopes, offsets = spec.pieces(case.y, case.param)
+    vals = slopes * f[:, None] + offsets
+    active = vals == vals.max(axis=1, keepdims=True)  # exact: dyadic data
+    dirs = np.where(active, slopes * q[:, None], -np.inf).max(axis=1)
+    return float(case.c @ dirs)
+
+
+def risk(case, w):
+    spec = SPECS[case.name]
+    return float(case.c @ spec.value(case.X @ w, case.y, case.param))
+
+
+# --- laws ------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", NAMES)
+@given(data=st.data())
+def test_values_match_numpy_formula(name, data):
+    case = data.draw(cases(name))
+    loss = case.loss()
+    spec = SPECS[name]
+    f = case.X @ case.w
+    # element values through the kernel, one example at a time
+    one = np.ones(1)
+    elem = np.array([loss._value_kernel(f[i:i + 1], loss.y[i:i + 1], one) for i in range(f.size)])
+    np.testing.assert_allclose(elem, spec.value(f, case.y, case.param), rtol=1e-13, atol=1e-300)
+    # the risk, its value-and-subgradient twin, and the lower bound
+    r = loss.value(case.w)
+    assert _close(r, risk(case, case.w), 1e-13)
+    r2, a = loss.value_and_subgradient(case.w)
+    assert r2 == pytest.approx(r, rel=1e-14, abs=1e-300)
+    assert a.shape == (case.X.shape[1],)
+    assert r >= loss.lower_bound - 1e-12 * max(1.0, abs(r))
+    if spec.deriv is not None:  # the subgradient is the gradient
+        g = case.X.T @ (case.c * spec.deriv(f, case.y, case.param))
+        np.testing.assert_allclose(a, g, rtol=1e-12, atol=1e-12 * max(1.0, np.abs(g).max()))
+
+
+@pytest.mark.parametrize("name", NAMES)
+@given(data=st.data())
+def test_subgradient_inequality(name, data):
+    case = data.draw(cases(name, kinked=data.draw(st.booleans())))
+    loss = case.loss()
+    w, v = case.w, case.v
+    rw, a = loss.value_and_subgradient(w)
+    rv = loss.value(v)
+    _, g = loss.sup_subgradient(w, case.p)
+    for sub in (a, g):
+        lin = rw + float(sub @ (v - w))
+        assert rv >= lin - 1e-12 * max(1.0, abs(rv), abs(rw), float(np.abs(sub) @ np.abs(v - w)))
+
+
+@pytest.mark.parametrize("name", DIFFERENTIABLE)
+@given(data=st.data())
+def test_finite_differences(name, data):
+    case = data.draw(cases(name))
+    loss = case.loss()
+    rw, a = loss.value_and_subgradient(case.w)
+    d = case.X.shape[1]
+    # the direction p and every axis, scaled so that |<x_i, p>| <= 1: a central difference
+    # across a jump of l'' then errs by at most h / 4
+    for p in [case.p, *np.eye(d)]:
+        q = np.abs(case.X @ p).max()
+        if q == 0:
+            continue
+        p = p / q
+        h = 1e-7
+        fd = (loss.value(case.w + h * p) - loss.value(case.w - h * p)) / (2 * h)
+        assert _close(fd, float(a @ p), 1e-6, rw), (p, fd, float(a @ p))
+        assert loss.sup_subgradient(case.w, p)[0] == pytest.approx(float(a @ p), rel=1e-12, abs=1e-300)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@given(data=st.data())
+def test_sup_subgradient_at_kinks_matches_brute_force(name, data):
+    case = data.draw(cases(name, kinked=True))
+    loss = case.loss()
+    w, p = case.w, case.p
+    for direction in (p, -p):
+        s, g = loss.sup_subgradient(w, direction)
+        expected = brute_sup(case, w, direction)
+        assert _close(s, expected, 1e-12), (s, expected)
+        # g attains s and is a subgradient
+        assert _close(float(g @ direction), s, 1e-12, float(np.abs(g) @ np.abs(direction)))
+        rw, rv = loss.value(w), loss.value(case.v)
+        assert rv >= rw + float(g @ (case.v - w)) - 1e-12 * max(1.0, abs(rv), abs(rw))
+    # the default subgradient lies in the subdifferential: -R'(w; -p) <= <a, p> <= R'(w; p)
+    a = loss.subgradient(w)
+    right, left = loss.sup_subgradient(w, p)[0], -loss.sup_subgradient(w, -p)[0]
+    tol = 1e-12 * max(1.0, abs(right), abs(left))
+    assert left - tol <= float(a @ p) <= right + tol
+    # a one-sided difference quotient agrees (piecewise-linear losses: exactly, for small h)
+    h = 2.0 ** -20
+    quotient = (loss.value(w + h * p) - loss.value(w)) / h
+    assert _close(quotient, right, 1e-4, loss.value(w)), (quotient, right)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@given(data=st.data())
+def test_restrict_matches_oracle(name, data):
+    case = data.draw(cases(name, kinked=data.draw(st.booleans())))
+    loss = case.loss()
+    w, p = case.w, case.p
+    line = loss.restrict(w, p)
+    for eta in (-1.0, -0.25, 0.0, 0.125, 0.5, 1.0, 2.0):  # dyadic: w + eta p is exact
+        x = w + eta * p
+        assert _close(line.value(eta), loss.value(x), 1e-13)
+        right, left = line.derivative(eta, 1), line.derivative(eta, -1)
+        assert _close(right, loss.sup_subgradient(x, p)[0], 1e-12)
+        assert _close(left, -loss.sup_subgradient(x, -p)[0], 1e-12)
+        assert _close(right, brute_sup(case, x, p), 1e-12)
+        assert right >= left - 1e-12 * max(1.0, abs(left))
+    # between breakpoints the derivative is continuous (no missing breakpoint)
+    bps = line.breakpoints()
+    assert bps is not None and np.all(np.diff(bps) >= 0)
+    t = np.unique(np.concatenate([[-4.0, 4.0], bps]))
+    for eta in 0.5 * (t[1:] + t[:-1]):
+        right, left = line.derivative(eta, 1), line.derivative(eta, -1)
+        assert _close(right, left, 1e-12), (eta, right, left, bps)
+    if SPECS[name].kinks is None:
+        assert bps.size == 0
+
+
+def _check_line_minimum(line, eta, rtol=1e-9):
+    """Optimality conditions and a grid. A minimiser on a kink is returned as the breakpoint
+    ``(kink - f_i) / q_i``, where ``f_i + eta q_i`` may miss the kink by an ulp: the one-sided
+    derivatives are taken 16 ulps outside (monotone, so still a test of optimality)."""
+    assert 0.0 <= eta < math.inf
+    d0 = abs(line.derivative(0.0, 1))
+    dtol = rtol * (1.0 + d0)
+    delta = 16 * np.finfo(float).eps * max(1.0, eta)
+    assert line.derivative(eta + delta, 1) >= -dtol
+    if eta > 0:
+        assert line.derivative(max(eta - delta, 0.0), -1) <= dtol
+    grid = np.linspace(0.0, max(2.0 * eta, 1.0), 2001)
+    best = min(line.value(t) for t in grid)
+    phi = line.value(eta)
+    assert phi <= best + 1e-12 * max(1.0, abs(best)), (eta, phi, best)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@given(data=st.data())
+def test_line_minimize_is_exact(name, data):
+    """``RegularizedRisk(loss, L2(), lam).restrict(w, p).minimize()`` is exact: breakpoint
+    bisection, then Brent on the piece (exact for the piecewise linear / quadratic losses, to
+    rounding for the smooth ones), checked by the optimality conditions and a fine grid."""
+    case = data.draw(cases(name, kinked=data.draw(st.booleans())))
+    lam = data.draw(st.sampled_from([1e-2, 0.125, 1.0]))
+    line = nsopt.RegularizedRisk(case.loss(), L2(), lam).restrict(case.w, case.p)
+    _check_line_minimum(line, line.minimize())
+
+
+@pytest.mark.parametrize("name", NAMES)
+@given(data=st.data())
+def test_dense_and_sparse_agree(name, data):
+    case = data.draw(cases(name, kinked=data.draw(st.booleans())))
+    dense, sparse = case.loss(), case.loss(sparse=True)
+    w, p = case.w, case.p
+
+    def agree(a, b):
+        a, b = np.atleast_1d(a), np.atleast_1d(b)
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12 * max(1.0, np.abs(a).max(initial=0)))
+
+    agree(dense.value(w), sparse.value(w))
+    for x, y in zip(dense.value_and_subgradient(w), sparse.value_and_subgradient(w)):
+        agree(x, y)
+    for x, y in zip(dense.sup_subgradient(w, p), sparse.sup_subgradient(w, p)):
+        agree(x, y)
+    ld, ls = dense.restrict(w, p), sparse.restrict(w, p)
+    for eta in (0.0, 0.375, 1.0):
+        agree(ld.value(eta), ls.value(eta))
+        agree(ld.derivative(eta, 1), ls.derivative(eta, 1))
+        agree(ld.derivative(eta, -1), ls.derivative(eta, -1))
+    agree(ld.breakpoints(), ls.breakpoints())
+    assert dense.lower_bound == sparse.lower_bound
+
+
+@pytest.mark.parametrize("name", NAMES)
+@given(data=st.data())
+def test_sample_weights_equal_duplicated_rows(name, data):
+    case = data.draw(cases(name, kinked=data.draw(st.booleans()), weighted=True))
+    reps = case.weight.astype(int)
+    rows = np.repeat(np.arange(case.X.shape[0]), reps)
+    weighted = case.loss()
+    duplicated = SPECS[name].make(case.X[rows], case.y[rows], case.param, None)
+    w, p = case.w, case.p
+
+    def agree(a, b):
+        a, b = np.atleast_1d(a), np.atleast_1d(b)
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-13 * max(1.0, np.abs(a).max(initial=0)))
+
+    agree(weighted.value(w), duplicated.value(w))
+    agree(weighted.subgradient(w), duplicated.subgradient(w))
+    for x, y in zip(weighted.sup_subgradient(w, p), duplicated.sup_subgradient(w, p)):
+        agree(x, y)
+    agree(weighted.restrict(w, p).derivative(0.5, -1), duplicated.restrict(w, p).derivative(0.5, -1))
+    agree(weighted.lower_bound, duplicated.lower_bound)
