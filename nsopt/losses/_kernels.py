@@ -51,6 +51,16 @@ _csc_rmatvec_serial = njit(cache=True)(_csc_rmatvec_py)
 PARALLEL_MIN_NNZ = 200_000
 
 
+@njit(cache=True)
+def dot(a, b):
+    """Serial dot product: line searches call it thousands of times on O(m) vectors, where a
+    threaded BLAS call costs more in wake-ups than in arithmetic (badly so on a busy machine)."""
+    s = 0.0
+    for i in range(a.shape[0]):
+        s += a[i] * b[i]
+    return s
+
+
 class DataMatrix:
     """The data ``X`` with the two passes every loss needs: ``X @ w`` and ``X.T @ g``.
 
