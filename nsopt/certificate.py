@@ -110,10 +110,12 @@ class PlaneCertifier:
     def __call__(self, ev) -> None:
         if ev.loss_subgradient is None:
             return
-        if self._alpha is not None and len(self.bundle) >= self.max_planes:
+        if len(self.bundle) >= self.max_planes:
+            # multipliers for exactly the current planes, then compress: the bound so far is
+            # kept (best), and the compressed model keeps the dual value (aggregation)
+            self._fresh = True
+            self.bound()
             self._alpha = self.bundle.compress(self._alpha, self.max_planes)
-        elif len(self.bundle) >= self.max_planes:
-            self.bundle.drop(np.arange(len(self.bundle)) < len(self.bundle) - self.max_planes // 2)
         self.bundle.add_at(ev.w, ev.loss_value, ev.loss_subgradient)
         self._fresh = True
 

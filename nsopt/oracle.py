@@ -544,6 +544,17 @@ class CountingOracle(Oracle):
             listener(ev)
         return ev
 
+    def evaluate_groups(self, w: np.ndarray, n_groups: int):
+        """Like :meth:`evaluate`, with the loss split into ``n_groups`` parts (one oracle call);
+        returns ``(Evaluation, values, subgradients)``."""
+        w = np.array(w, dtype=np.float64)
+        self.nfev += 1
+        ev, values, subgradients = self.oracle._evaluate_groups(w, n_groups)
+        self._last = ev
+        for listener in self.listeners:
+            listener(ev)
+        return ev, values, subgradients
+
     def _value_and_subgradient(self, w):
         ev = self.evaluate(w)
         return ev.fun, ev.subgradient

@@ -69,6 +69,18 @@ class RegularizedRisk(Oracle):
         ev = self._evaluate(w)
         return ev.fun, ev.subgradient
 
+    def _evaluate_groups(self, w, n_groups: int):
+        """One evaluation with the risk split over ``n_groups`` groups of examples:
+        ``(Evaluation, values (P,), subgradients (P, d))`` (for multiple cutting-plane models)."""
+        split = getattr(self.loss, "group_value_and_subgradients", None)
+        if split is None:
+            raise TypeError(f"{type(self.loss).__name__} does not decompose into groups of "
+                            "examples (no group_value_and_subgradients)")
+        values, subgradients = split(w, n_groups)
+        r, a = float(values.sum()), subgradients.sum(axis=0)
+        omega, s = self.reg._value_and_subgradient(w)
+        return Evaluation(w, self.lam * omega + r, self.lam * s + a, r, a), values, subgradients
+
     def _sup_subgradient(self, w, p):
         s1, g1 = self.loss._sup_subgradient(w, p)
         s2, g2 = self.reg._sup_subgradient(w, p)

@@ -22,6 +22,8 @@ class Status(enum.Enum):
     CALLBACK = "callback"
     INTERRUPTED = "interrupted"
     NUMERICAL_ERROR = "numerical_error"
+    STALLED = "stalled"
+    UNBOUNDED = "unbounded"
 
     @property
     def message(self) -> str:
@@ -41,6 +43,10 @@ _MESSAGES = {
     Status.CALLBACK: "The callback asked to stop (returned True or raised StopIteration).",
     Status.INTERRUPTED: "Interrupted (KeyboardInterrupt); the best point so far is returned.",
     Status.NUMERICAL_ERROR: "A non-finite value (NaN or inf) appeared; the best finite point is returned.",
+    Status.STALLED: ("The solver's own stationarity test holds but the certified gap is above the "
+                     "tolerance: the solver cannot make progress (see Result.info); the gap "
+                     "reported is still a valid bound."),
+    Status.UNBOUNDED: "The objective decreases without bound along a direction the solver found.",
 }
 
 

@@ -4,8 +4,12 @@
 """
 from ._base import Option, ProblemNotSupported, Solver
 from .bmrm import BMRM
+from .kbundle import KBundle
+from .ls_bmrm import LSBMRM
+from .proximal_bundle import ProxBMRM, ProximalBundle, TrustRegionBundle
+from .subbfgs import SubBFGS, SubLBFGS
 
-SOLVERS = {cls.name: cls for cls in (BMRM,)}
+SOLVERS = {cls.name: cls for cls in (BMRM, LSBMRM, KBundle, ProximalBundle, SubBFGS, SubLBFGS)}
 
 
 def methods_supporting(problem) -> list[str]:
@@ -13,4 +17,5 @@ def methods_supporting(problem) -> list[str]:
     return [name for name, cls in SOLVERS.items() if cls.unsupported_reason(problem) is None]
 
 
-__all__ = ["SOLVERS", "Solver", "Option", "ProblemNotSupported", "BMRM", "methods_supporting"]
+__all__ = ["SOLVERS", "Solver", "Option", "ProblemNotSupported", "BMRM", "LSBMRM", "KBundle", "ProximalBundle", "ProxBMRM",
+           "TrustRegionBundle", "SubBFGS", "SubLBFGS", "ExcessiveGap", "methods_supporting"]

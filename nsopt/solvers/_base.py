@@ -128,7 +128,8 @@ class Solver:
 
     A ``State`` may carry ``lower_bound`` (a valid lower bound proven by the solver itself)
     and ``a_bar``, ``b_bar`` (its plane evidence), ``w_best`` and ``fun_best`` (a point the
-    solver valued exactly without an oracle call, e.g. by a line search), and ``converged`` (True when the solver's
+    solver valued exactly without an oracle call, e.g. by a line search), ``unbounded`` (True
+    when the objective was found to decrease without bound), and ``converged`` (True when the solver's
     own stationarity test holds, for problems where no lower bound is known); ``self_certifying = True`` means this bound
     is the certificate and the shared plane certifier is not attached.
     """
@@ -237,8 +238,13 @@ class Solver:
             if status is None:
                 if best.nonfinite or not math.isfinite(fun):
                     status = Status.NUMERICAL_ERROR
-                elif gap <= max(cfg["atol"], cfg["rtol"] * abs(fun)) or getattr(state, "converged", False):
+                elif getattr(state, "unbounded", False):
+                    status = Status.UNBOUNDED
+                elif gap <= max(cfg["atol"], cfg["rtol"] * abs(fun)):
                     status = Status.CONVERGED
+                elif getattr(state, "converged", False):
+                    # stationary by the solver's own test: success only without a certificate
+                    status = Status.CONVERGED if lower == -math.inf else Status.STALLED
                 elif cfg["max_iter"] is not None and nit >= cfg["max_iter"]:
                     status = Status.MAX_ITER
                 elif cfg["max_time"] is not None and row["time"] >= cfg["max_time"]:
