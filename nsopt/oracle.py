@@ -20,6 +20,7 @@ of convex analysis, so ``sup_subgradient`` and ``restrict`` stay correct.
 from __future__ import annotations
 
 import math
+import struct
 from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
@@ -151,6 +152,10 @@ class LineFunction:
     def derivative(self, eta: float, side: int = 1) -> float:
         raise NotImplementedError(f"{type(self).__name__}.derivative is not implemented")
 
+    #: one-sided derivatives are exact and cheap (no oracle call): without breakpoints,
+    #: ``minimize`` then bisects on their sign (:func:`bisect_minimize`)
+    cheap_derivative: bool = False
+
     def breakpoints(self) -> np.ndarray | None:
         """Sorted points where ``phi`` may fail to be smooth (twice differentiable), or
         ``None`` if unknown. Between breakpoints ``phi'`` is continuous and nondecreasing."""
@@ -163,15 +168,19 @@ class LineFunction:
         one-sided derivatives finds the piece holding the minimiser (O(log n) derivative
         evaluations), then Brent's method finds the root of the continuous derivative on that
         piece, exactly (to rounding) for piecewise-quadratic functions, whose derivative is
-        affine there. Raises ``NotImplementedError`` when the breakpoints are unknown.
+        affine there. Without breakpoints, a line with ``cheap_derivative`` is minimised by
+        bisection on the sign of its right derivative (exact to one float spacing); otherwise
+        ``NotImplementedError`` is raised.
         """
         bps = self.breakpoints()
-        if bps is None:
-            raise NotImplementedError(
-                f"{type(self).__name__}.minimize: no exact line search for this function; "
-                "use a Wolfe line search on value/derivative instead"
-            )
-        return _minimize_piecewise(self, np.asarray(bps, dtype=np.float64), lo, hi)
+        if bps is not None:
+            return _minimize_piecewise(self, np.asarray(bps, dtype=np.float64), lo, hi)
+        if self.cheap_derivative:
+            return bisect_minimize(self, lo, hi)
+        raise NotImplementedError(
+            f"{type(self).__name__}.minimize: no exact line search for this function; "
+            "use a Wolfe line search on value/derivative instead"
+        )
 
     def __add__(self, other):
         if isinstance(other, LineFunction):
@@ -192,6 +201,60 @@ def _check_side(side: int) -> int:
     return side
 
 
+def _float_key(x: float) -> int:
+    """An integer with the order of the floats (adjacent floats get adjacent integers)."""
+    bits = struct.unpack("<q", struct.pack("<d", x))[0]
+    return bits if bits >= 0 else -(bits & 0x7FFFFFFFFFFFFFFF)
+
+
+def _key_float(k: int) -> float:
+    bits = k if k >= 0 else ((-k) | 0x8000000000000000) - (1 << 64)
+    return struct.unpack("<d", struct.pack("<q", bits))[0]
+
+
+def bisect_minimize(line: LineFunction, lo: float = 0.0, hi: float = math.inf,
+                    step: float = 1.0) -> float:
+    r"""Minimise a convex line function by bisection on the sign of its right derivative.
+
+    Returns the smallest minimiser,
+    :math:`\eta^* = \inf\{\eta \in [lo, hi] : \varphi'(\eta^+) \ge 0\}` (``hi`` if there is
+    none), to within one floating-point spacing: the bisection runs on the
+    integers that order the floats, so it ends, after at most 64 halvings, with adjacent
+    floats ``a < b``, :math:`\varphi'(a^+) < 0 \le \varphi'(b^+)`, and returns ``b``. For a
+    piecewise-linear :math:`\varphi` the minimiser is a kink in ``(a, b]``: the result is
+    exact to rounding. On an unbounded interval a bracket is found by doubling from ``step``;
+    ``inf`` is returned if the derivative stays negative beyond 1e300.
+    """
+    if not lo <= hi:
+        raise ValueError(f"need lo <= hi, got [{lo}, {hi}]")
+    if not math.isfinite(lo):
+        raise ValueError("minimize needs a finite lower end lo")
+    if lo == hi or line.derivative(lo, 1) >= 0:
+        return float(lo)
+    a = float(lo)
+    if math.isfinite(hi):
+        if line.derivative(hi, -1) < 0:
+            return float(hi)
+        b = float(hi)
+    else:
+        step = float(step) if step > 0 and math.isfinite(step) else 1.0
+        b = lo + step
+        while line.derivative(b, 1) < 0:
+            a = b
+            step *= 2.0
+            if step > 1e300:
+                return math.inf
+            b = lo + step
+    ka, kb = _float_key(a), _float_key(b)
+    while kb - ka > 1:
+        km = (ka + kb) // 2
+        if line.derivative(_key_float(km), 1) >= 0:
+            kb = km
+        else:
+            ka = km
+    return _key_float(kb)
+
+
 def _minimize_piecewise(line: LineFunction, bps: np.ndarray, lo: float, hi: float) -> float:
     from scipy.optimize import brentq
 
@@ -201,7 +264,7 @@ def _minimize_piecewise(line: LineFunction, bps: np.ndarray, lo: float, hi: floa
         raise ValueError("minimize needs a finite lower end lo")
     if lo == hi or line.derivative(lo, 1) >= 0:
         return float(lo)
-    bps = np.unique(bps[(bps > lo) & (bps < hi)])
+    bps = bps[(bps > lo) & (bps < hi)]  # sorted by contract; duplicates are harmless
     # smallest j with phi'(bps[j]+) >= 0 (phi' is nondecreasing)
     a, b = 0, bps.size
     while a < b:
@@ -224,7 +287,8 @@ def _minimize_piecewise(line: LineFunction, bps: np.ndarray, lo: float, hi: floa
                 return math.inf  # phi decreases without bound along the ray
     d = lambda eta: line.derivative(eta, 1)
     scale = max(1.0, abs(left), abs(right))
-    return float(brentq(d, left, right, xtol=1e-15 * scale, rtol=4 * np.finfo(float).eps))
+    # absolute xtol tiny: the relative rtol governs (a bracket far wider than the root is common)
+    return float(brentq(d, left, right, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=500))
 
 
 class GenericLine(LineFunction):
@@ -235,7 +299,7 @@ class GenericLine(LineFunction):
     """
 
     def __init__(self, oracle: Oracle, w: np.ndarray, p: np.ndarray):
-        self.oracle, self.w, self.p = oracle, w, p
+        self.oracle, self.w, self.p = oracle, np.array(w, dtype=np.float64), np.array(p, dtype=np.float64)
 
     def value(self, eta):
         return float(self.oracle._value(self.w + eta * self.p))
@@ -250,6 +314,7 @@ class GenericLine(LineFunction):
 class SumLine(LineFunction):
     def __init__(self, lines: Sequence[LineFunction]):
         self.lines = list(lines)
+        self.cheap_derivative = all(line.cheap_derivative for line in self.lines)
 
     def value(self, eta):
         return float(sum(line.value(eta) for line in self.lines))
@@ -261,12 +326,15 @@ class SumLine(LineFunction):
         parts = [line.breakpoints() for line in self.lines]
         if any(p is None for p in parts):
             return None
-        return np.unique(np.concatenate([np.asarray(p, dtype=np.float64) for p in parts]))
+        merged = np.concatenate([np.asarray(p, dtype=np.float64) for p in parts])
+        merged.sort()
+        return merged
 
 
 class ScaledLine(LineFunction):
     def __init__(self, line: LineFunction, c: float):
         self.line, self.c = line, c
+        self.cheap_derivative = line.cheap_derivative
 
     def value(self, eta):
         return self.c * self.line.value(eta)
@@ -332,6 +400,15 @@ class FunctionOracle(Oracle):
                  value_and_subgradient: Callable | None = None, lower_bound: float = -math.inf):
         if value_and_subgradient is None and (fun is None or subgradient is None):
             raise TypeError("FunctionOracle needs fun and subgradient, or value_and_subgradient")
+        for name, f in (("fun", fun), ("subgradient", subgradient),
+                        ("sup_subgradient", sup_subgradient),
+                        ("value_and_subgradient", value_and_subgradient)):
+            if f is not None and not callable(f):
+                raise TypeError(f"{name} must be callable, got {type(f).__name__}")
+        if dim is not None:
+            if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim < 1:
+                raise ValueError(f"dim must be a positive integer or None, got {dim!r}")
+            dim = int(dim)
         self._fun, self._sub, self._vas, self._sup = fun, subgradient, value_and_subgradient, sup_subgradient
         self.dim = dim
         self.lower_bound = float(lower_bound)
@@ -355,7 +432,10 @@ class FunctionOracle(Oracle):
         if self._sup is None:
             return super()._sup_subgradient(w, p)
         s, g = self._sup(w, p)
-        return float(s), np.asarray(g, dtype=np.float64).reshape(-1)
+        g = np.asarray(g, dtype=np.float64).reshape(-1)
+        if g.shape != w.shape:
+            raise ValueError(f"the user sup_subgradient returned g of shape {g.shape}, expected {w.shape}")
+        return float(s), g
 
 
 def _common_dim(oracles) -> int | None:
@@ -524,6 +604,7 @@ class CountingOracle(Oracle):
         self.nfev = 0
         self.listeners: list[Callable[[Evaluation], None]] = []
         self._last: Evaluation | None = None
+        self._last_value: tuple[np.ndarray, float] | None = None
 
     def __getattr__(self, name):  # expose the problem's parts (loss, reg, lam, ...)
         if name == "oracle":
@@ -563,8 +644,13 @@ class CountingOracle(Oracle):
         last = self._last
         if last is not None and np.array_equal(last.w, w):
             return last.fun
+        cached = self._last_value
+        if cached is not None and np.array_equal(cached[0], w):
+            return cached[1]
         self.nfev += 1
-        return self.oracle._value(w)
+        f = self.oracle._value(w)
+        self._last_value = (np.array(w, dtype=np.float64), f)
+        return f
 
     def _sup_subgradient(self, w, p):
         self.nfev += 1

@@ -103,6 +103,16 @@ class Regularizer(Oracle):
         """``M a`` for a quadratic conjugate ``0.5 mu^T M mu`` (``inner == "qp"`` only)."""
         raise NotImplementedError(f"{type(self).__name__} has no quadratic conjugate (metric)")
 
+    def _restrict(self, w, p):
+        line = getattr(self, "_line", None)
+        if line is None:
+            return super()._restrict(w, p)
+        s = float(np.max(np.abs(p))) if p.size else 0.0
+        if s == 0.0 or 1e-100 <= s <= 1e100:
+            return line(w, p)
+        # |p| so small or large that p @ p under- or overflows: restrict along p / s
+        return _RescaledLine(line(w, p / s), s)
+
     @property
     def gram_metric(self):
         """The metric of the master problem's Gram matrix ``A M A^T`` for a plane bundle:
@@ -171,7 +181,30 @@ def _pick(a: float, b: float, lo: float, hi: float) -> float:
     return float(x) if x == y else 0.0
 
 
+class _RescaledLine(LineFunction):
+    """``phi(eta) = psi(s eta)``: a line along ``p`` given by the line ``psi`` along ``p / s``."""
+
+    cheap_derivative = True
+
+    def __init__(self, line: LineFunction, s: float):
+        self.line, self.s = line, float(s)
+
+    def value(self, eta):
+        return self.line.value(self.s * eta)
+
+    def derivative(self, eta, side=1):
+        return self.s * self.line.derivative(self.s * eta, side)
+
+    def breakpoints(self):
+        bps = self.line.breakpoints()
+        return None if bps is None else np.asarray(bps) / self.s
+
+    def minimize(self, lo=0.0, hi=math.inf):
+        return self.line.minimize(self.s * lo, self.s * hi) / self.s
+
+
 class QuadraticLine(LineFunction):
+    cheap_derivative = True
     """``phi(eta) = c0 + c1 eta + 0.5 c2 eta^2`` with ``c2 >= 0``; exact minimisation.
 
     ``minimize(lo, hi)`` returns the clipped stationary point; when ``c2 == 0`` it returns the
@@ -211,6 +244,7 @@ class QuadraticLine(LineFunction):
 
 
 class PiecewiseQuadraticLine(LineFunction):
+    cheap_derivative = True
     r"""``phi(eta) = c0 + c1 eta + 0.5 c2 eta^2 + scale * sum_i |w_i + eta p_i|`` (``c2, scale >= 0``).
 
     The restriction of :class:`L1` and :class:`ElasticNet` to a line. Its derivative is
@@ -309,7 +343,7 @@ class L2(Regularizer):
     def _value_and_subgradient(self, w):
         return 0.5 * float(w @ w), w.copy()
 
-    def _restrict(self, w, p):
+    def _line(self, w, p):
         return QuadraticLine(0.5 * float(w @ w), float(w @ p), float(p @ p))
 
     def _conjugate(self, mu):
@@ -510,7 +544,7 @@ class QuadraticForm(Regularizer):
         g = self.Q @ w
         return 0.5 * float(w @ g), g
 
-    def _restrict(self, w, p):
+    def _line(self, w, p):
         Qp = self.Q @ p
         return QuadraticLine(0.5 * float(w @ (self.Q @ w)), float(w @ Qp), max(float(p @ Qp), 0.0))
 
@@ -580,7 +614,7 @@ class L1(Regularizer):
         g = _sup_sign(w, p)
         return float(g @ p), g
 
-    def _restrict(self, w, p):
+    def _line(self, w, p):
         return PiecewiseQuadraticLine(0.0, 0.0, 0.0, 1.0, w, p)
 
     def _conjugate(self, mu):
@@ -654,7 +688,7 @@ class ElasticNet(Regularizer):
         g = r * _sup_sign(w, p) + (1.0 - r) * w
         return float(g @ p), g
 
-    def _restrict(self, w, p):
+    def _line(self, w, p):
         c = 1.0 - self.l1_ratio
         return PiecewiseQuadraticLine(0.5 * c * float(w @ w), c * float(w @ p), c * float(p @ p),
                                       self.l1_ratio, w, p)

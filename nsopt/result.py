@@ -35,9 +35,7 @@ class Status(enum.Enum):
 
 
 _MESSAGES = {
-    Status.CONVERGED: ("Converged: the certified gap is within tolerance, gap <= max(atol, rtol * |fun|)"
-                       " (or, where no lower bound is known, the solver's own stationarity test holds;"
-                       " see Result.info)."),
+    Status.CONVERGED: "Converged: gap <= max(atol, rtol * |fun|), or stationary where no bound exists.",
     Status.MAX_ITER: "Stopped at the iteration limit (max_iter) before the gap reached the tolerance.",
     Status.MAX_TIME: "Stopped at the time limit (max_time) before the gap reached the tolerance.",
     Status.CALLBACK: "The callback asked to stop (returned True or raised StopIteration).",

@@ -1,8 +1,13 @@
 """Losses: each an :class:`~nsopt.Oracle` on ``w`` with the data bound at construction."""
-from ._base import ScalarLine, ScalarLoss
+from ._base import ScalarLine, ScalarLoss, VectorLine, VectorLoss
+from .multivariate import (FBeta, NDCG, OrdinalRegression, PRBEP, PreferencePairs, ROCArea,
+                           ndcg_at_k)
+from .vector import MulticlassHinge, MultilabelHinge, ScaledMulticlassHinge, Softmax
 from .scalar import (EpsilonInsensitive, Exponential, Hinge, Huber, LeastAbsoluteDeviation,
                      LeastSquares, Logistic, Novelty, Poisson, Quantile, SquaredHinge)
 
-__all__ = ["ScalarLoss", "ScalarLine", "Hinge", "SquaredHinge", "Logistic", "Exponential",
+__all__ = ["ScalarLoss", "ScalarLine", "VectorLoss", "VectorLine", "MulticlassHinge",
+           "ScaledMulticlassHinge", "Softmax", "MultilabelHinge", "Hinge", "SquaredHinge", "Logistic", "Exponential",
            "Huber", "LeastSquares", "LeastAbsoluteDeviation", "Quantile", "EpsilonInsensitive",
-           "Poisson", "Novelty"]
+           "Poisson", "Novelty", "ROCArea", "FBeta", "PRBEP", "OrdinalRegression",
+           "PreferencePairs", "NDCG", "ndcg_at_k"]

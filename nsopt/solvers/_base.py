@@ -207,9 +207,12 @@ class Solver:
             oracle.listeners.append(certifier)
         return problem, x0, oracle, best, certifier
 
-    def _run(self, problem, x0, callback=None) -> Iterator[tuple[Any, dict, Status | None]]:
-        """Yield ``(state, row, status)`` after init and after each step; status is not None
-        on the last yield, when the run has stopped."""
+    def run(self, problem, x0=None, callback=None) -> Iterator[tuple[Any, Any, Status | None]]:
+        """The loop itself, for progress displays: yields ``(state, row, None)`` after init and
+        after each step, where ``row`` is the history row (iteration, time, fun, lower_bound,
+        gap, nfev and the solver's columns: the certified values), then once
+        ``(state, result, status)`` when the run has stopped. :meth:`solve` and
+        :meth:`iterate` are thin wrappers of it."""
         problem, x0, oracle, best, certifier = self._prepare(problem, x0)
         cfg = self.config
         history = History(self.history_fields)
@@ -218,8 +221,11 @@ class Solver:
         lower, evidence = -math.inf, (None, None)
         nit = 0
         status = None
-        state = self.init(oracle, x0)
-        while True:
+        try:
+            state = self.init(oracle, x0)
+        except KeyboardInterrupt:
+            state, status = None, Status.INTERRUPTED
+        while status is None or state is not None:
             # certificate: the solver's own bound, the shared certifier's, the best so far
             own = getattr(state, "lower_bound", -math.inf)
             if own > lower:
@@ -270,6 +276,8 @@ class Solver:
                             status = Status.CALLBACK
                     except StopIteration:
                         status = Status.CALLBACK
+                    except KeyboardInterrupt:
+                        status = Status.INTERRUPTED
             if status is not None:
                 # one more pass through the top of the loop: final bound and final row
                 continue
@@ -281,7 +289,7 @@ class Solver:
         cert = Certificate(upper=best.fun, lower=lower, gap=best.fun - lower, source=source,
                            a_bar=evidence[0], b_bar=evidence[1])
         x = best.w if best.w is not None else x0
-        info = self.info(state) if hasattr(self, "info") else {}
+        info = self.info(state) if (hasattr(self, "info") and state is not None) else {}
         result = Result(
             x=np.array(x), fun=float(best.fun), lower_bound=float(lower), gap=float(best.fun - lower),
             nit=nit, nfev=oracle.nfev, status=status, success=status.success,
@@ -296,7 +304,7 @@ class Solver:
         ``callback(state)`` is called after every step; returning True (or raising
         ``StopIteration``) stops the run with status ``callback``.
         """
-        for _, out, status in self._run(problem, x0, callback):
+        for _, out, status in self.run(problem, x0, callback):
             if status is not None:
                 return out
         raise AssertionError("unreachable")  # pragma: no cover
@@ -306,7 +314,7 @@ class Solver:
         included), for teaching and custom stopping rules; stops on the solver's own
         stopping rules."""
         last = None
-        for state, _, status in self._run(problem, x0):
+        for state, _, status in self.run(problem, x0):
             if status is not None and state is last:
                 return  # stopped inside a step: this state was already yielded
             yield state

@@ -1,0 +1,571 @@
+r"""Testing toolkit: check your own oracles, and hypothesis strategies for convex problems.
+
+:func:`check_oracle` tests the laws every :class:`~nsopt.Oracle` must obey (the subgradient
+inequality, ``sup_subgradient`` as the directional derivative, ``restrict`` consistent with
+the oracle, an exact ``minimize`` no worse than a grid) on random or given points, and raises
+an ``AssertionError`` naming the law, the point and the numbers when one fails.
+
+The strategies build valid objects directly (``@st.composite``, no ``assume``), so shrinking
+stays fast:
+
+* :func:`points`, :func:`directions`: vectors (directions include exact zeros, sparse and
+  axis-aligned ones, never the zero vector);
+* :func:`random_scalar_loss`, :func:`random_regularized_risk`: small hinge, squared-hinge or
+  logistic problems on dense or sparse data, optionally *dyadic* (data and points on grids of
+  powers of two, so every product and sum is exact and kinks can be hit exactly);
+* :func:`kink_points`: points where some examples sit exactly on a kink of the loss;
+* :func:`piecewise_linear_max`: a :class:`~nsopt.Max` of affine functions, with its data for
+  brute-force checks and a point where several pieces tie.
+
+:func:`register_hypothesis_profiles` registers the ``"ci"`` (deterministic, the default of
+nsopt's own suite) and ``"explore"`` profiles.
+
+The strategies need ``hypothesis`` (``pip install hypothesis``); :func:`check_oracle` does not.
+"""
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+import scipy.sparse as sp
+
+from .oracle import FunctionOracle, Max, Oracle
+
+try:  # hypothesis is a test dependency only
+    from hypothesis import strategies as st
+except ImportError:  # pragma: no cover - exercised only without hypothesis
+    st = None
+
+__all__ = [
+    "check_oracle",
+    "register_hypothesis_profiles",
+    "points",
+    "directions",
+    "kink_points",
+    "random_scalar_loss",
+    "random_regularized_risk",
+    "piecewise_linear_max",
+    "PiecewiseLinearMax",
+]
+
+
+def _composite(fn):
+    """``st.composite`` when hypothesis is installed, else a stub that says what to install."""
+    if st is not None:
+        return st.composite(fn)
+
+    def missing(*args, **kwargs):  # pragma: no cover
+        raise ImportError(f"nsopt.testing.{fn.__name__} needs hypothesis: pip install hypothesis")
+
+    missing.__name__ = missing.__qualname__ = fn.__name__
+    missing.__doc__ = fn.__doc__
+    return missing
+
+
+def register_hypothesis_profiles() -> None:
+    """Register nsopt's hypothesis profiles.
+
+    ``"ci"``: derandomized, no example database, no deadline, 40 examples per test (the
+    default of nsopt's suite: the same examples on every run and machine).
+    ``"explore"``: 500 random examples per test, no deadline, for hunting bugs locally.
+
+    Load one with ``hypothesis.settings.load_profile(name)``; nsopt's ``tests/conftest.py``
+    reads the name from the environment variable ``NSOPT_HYPOTHESIS_PROFILE``.
+    """
+    from hypothesis import settings
+
+    settings.register_profile("ci", derandomize=True, database=None, deadline=None, max_examples=40)
+    settings.register_profile("explore", max_examples=500, deadline=None)
+
+
+# ----------------------------------------------------------------------------------------
+# Strategies
+# ----------------------------------------------------------------------------------------
+#: Nonzero data entries of dyadic problems: powers of two, so division by them is exact.
+DYADIC_DATA = (1.0, -1.0, 0.5, -0.5, 2.0, -2.0)
+
+
+def _real_floats(lo: float, hi: float):
+    return st.floats(lo, hi, allow_nan=False, allow_infinity=False, allow_subnormal=False)
+
+
+def _grid(scale: float, step: float):
+    """Multiples of ``step`` in ``[-scale, scale]`` (exact binary fractions for step = 2^-k)."""
+    k = max(1, int(round(scale / step)))
+    return st.integers(-k, k).map(lambda i: i * step)
+
+
+@_composite
+def points(draw, dim: int, scale: float = 10.0, dyadic: bool = False) -> np.ndarray:
+    """A point of :math:`\\mathbb{R}^{dim}` with entries in ``[-scale, scale]``.
+
+    With ``dyadic=True`` the entries are multiples of 1/8, so that with dyadic data (see
+    :func:`random_scalar_loss`) every score ``<x_i, w>`` is computed exactly.
+    """
+    elements = _grid(scale, 0.125) if dyadic else _real_floats(-scale, scale)
+    return np.array(draw(st.lists(elements, min_size=dim, max_size=dim)), dtype=np.float64)
+
+
+@_composite
+def directions(draw, dim: int, scale: float = 1.0, dyadic: bool = False) -> np.ndarray:
+    """A nonzero direction of :math:`\\mathbb{R}^{dim}`: dense, sparse (exact zeros) or along an axis.
+
+    Each entry is kept or zeroed by a drawn mask, then one drawn coordinate is set to a value
+    of magnitude at least ``scale / 64``, so the direction is never zero. With
+    ``dyadic=True`` the entries are multiples of 1/4.
+    """
+    elements = _grid(scale, 0.25) if dyadic else _real_floats(-scale, scale)
+    values = np.array(draw(st.lists(elements, min_size=dim, max_size=dim)), dtype=np.float64)
+    keep = np.array(draw(st.lists(st.booleans(), min_size=dim, max_size=dim)), dtype=bool)
+    p = np.where(keep, values, 0.0)
+    j = draw(st.integers(0, dim - 1))
+    if dyadic:
+        magnitude = draw(st.sampled_from([0.25, 0.5, 1.0, 2.0])) * max(1.0, round(scale))
+    else:
+        magnitude = draw(_real_floats(scale / 64, scale))
+    p[j] = magnitude if draw(st.booleans()) else -magnitude
+    return p
+
+
+_LOSSES = {"hinge": "Hinge", "squared_hinge": "SquaredHinge", "logistic": "Logistic"}
+
+
+def _loss_class(loss):
+    from . import losses
+
+    if isinstance(loss, str):
+        try:
+            return getattr(losses, _LOSSES[loss])
+        except KeyError:
+            raise ValueError(f"loss must be one of {sorted(_LOSSES)} or a ScalarLoss class, got {loss!r}")
+    return loss
+
+
+def _size(draw, spec, name):
+    lo, hi = (spec, spec) if isinstance(spec, int) else spec
+    if not 1 <= lo <= hi:
+        raise ValueError(f"{name} must be an int >= 1 or a range (lo, hi) with 1 <= lo <= hi, got {spec}")
+    return lo if lo == hi else draw(st.integers(lo, hi))
+
+
+@_composite
+def random_scalar_loss(draw, loss="hinge", sparse: bool = False, m=(1, 8), d=(1, 5),
+                       dyadic: bool = False, weighted: bool = False):
+    """A small binary scalar loss (``Hinge``, ``SquaredHinge`` or ``Logistic``) on drawn data.
+
+    Parameters
+    ----------
+    loss : {"hinge", "squared_hinge", "logistic"} or a ScalarLoss class with binary labels
+    sparse : bool
+        Data as a CSR matrix with drawn zeros (else a dense array, which may hold zeros too).
+    m, d : int or (lo, hi)
+        Number of examples and features, fixed or drawn from the range.
+    dyadic : bool
+        Nonzero data entries in ``{+-1/2, +-1, +-2}``: with :func:`points` and
+        :func:`directions` drawn with ``dyadic=True``, scores, line points and kinks are exact.
+    weighted : bool
+        Draw integer sample weights in ``[0, 4]`` (at least one positive).
+
+    The data is available as ``loss.data.X`` (ndarray or CSR matrix), the labels as ``loss.y``.
+    """
+    cls = _loss_class(loss)
+    m = _size(draw, m, "m")
+    d = _size(draw, d, "d")
+    n = m * d
+    if dyadic:
+        values = draw(st.lists(st.sampled_from(DYADIC_DATA), min_size=n, max_size=n))
+    else:
+        values = draw(st.lists(_real_floats(-2.0, 2.0), min_size=n, max_size=n))
+    X = np.array(values, dtype=np.float64).reshape(m, d)
+    if sparse or dyadic:
+        keep = np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)), dtype=bool)
+        X = np.where(keep.reshape(m, d), X, 0.0)
+    if sparse:
+        X = sp.csr_matrix(X)
+    y = np.array(draw(st.lists(st.sampled_from([1.0, -1.0]), min_size=m, max_size=m)))
+    sample_weight = None
+    if weighted:
+        sample_weight = np.array(draw(st.lists(st.integers(0, 4), min_size=m, max_size=m)), dtype=float)
+        sample_weight[draw(st.integers(0, m - 1))] += 1.0
+    return cls(X, y, sample_weight=sample_weight)
+
+
+@_composite
+def random_regularized_risk(draw, loss="hinge", sparse: bool = False, m=(1, 8), d=(1, 5),
+                            lam=(1e-3, 10.0), reg=None, dyadic: bool = False,
+                            weighted: bool = False):
+    """A small :class:`~nsopt.RegularizedRisk` ``lam * reg + loss`` on drawn data.
+
+    ``loss``, ``sparse``, ``m``, ``d``, ``dyadic``, ``weighted`` as in :func:`random_scalar_loss`;
+    ``lam`` a float or a range drawn log-uniformly (a power of two when ``dyadic``);
+    ``reg`` a regularizer instance (default ``L2()``).
+    """
+    from .problem import RegularizedRisk
+    from .regularizers import L2
+
+    risk = draw(random_scalar_loss(loss, sparse=sparse, m=m, d=d, dyadic=dyadic, weighted=weighted))
+    if isinstance(lam, (int, float)):
+        value = float(lam)
+    else:
+        lo, hi = math.log2(lam[0]), math.log2(lam[1])
+        if dyadic and math.ceil(lo) <= math.floor(hi):
+            value = 2.0 ** draw(st.integers(math.ceil(lo), math.floor(hi)))
+        else:
+            value = 2.0 ** draw(_real_floats(lo, hi))
+    return RegularizedRisk(risk, L2() if reg is None else reg, lam=value)
+
+
+@_composite
+def kink_points(draw, loss, max_kinks: int = 3, scale: float = 4.0) -> np.ndarray:
+    """A point where up to ``max_kinks`` examples of a scalar ``loss`` sit exactly on a kink.
+
+    Draws a dyadic point, then for drawn examples ``i`` solves ``<x_i, w> = kink_i`` for one
+    coordinate ``j`` that no example already on its kink uses (skipping examples for which
+    that would put ``|w_j|`` above ``64 * scale``). The equations hold exactly for
+    dyadic data (:func:`random_scalar_loss` with ``dyadic=True``); on other data they hold up
+    to rounding. Examples duplicated in the data land on their kinks together. For a loss
+    without kinks (``loss.kinks()`` is None) this is just a dyadic point.
+    """
+    d = loss.dim
+    w = draw(points(d, scale=scale, dyadic=True))
+    kinks = loss.kinks()
+    if kinks is None or np.ndim(kinks) != 1:
+        return w
+    X = loss.data.X
+    X = X.toarray() if sp.issparse(X) else np.asarray(X)
+    wanted = draw(st.integers(1, max_kinks))
+    order = draw(st.permutations(range(X.shape[0])))
+    on_kink: list[int] = []
+    for i in order:
+        if len(on_kink) == wanted:
+            break
+        # a coordinate no example already on its kink uses, with an entry not tiny (so
+        # that w stays of the order of `scale`: no overflow of the scores' precision)
+        big = (X[i] != 0) & (np.abs(X[i]) >= 0.25 * np.abs(X[i]).max())
+        free = [j for j in np.flatnonzero(big) if not np.any(X[on_kink, j])]
+        if not free:
+            continue
+        j = draw(st.sampled_from(free))
+        rest = X[i] @ w - X[i, j] * w[j]
+        wj = (kinks[i] - rest) / X[i, j]
+        if not abs(wj) <= 64 * scale:
+            continue
+        w[j] = wj
+        on_kink.append(i)
+    return w
+
+
+class PiecewiseLinearMax(NamedTuple):
+    """``oracle(w) = max_j (A[j] @ w + b[j])``; pieces in ``tie`` are all equal at ``point``."""
+
+    oracle: Max
+    A: np.ndarray
+    b: np.ndarray
+    point: np.ndarray
+    tie: np.ndarray
+
+
+def _affine(a: np.ndarray, b: float) -> FunctionOracle:
+    return FunctionOracle(lambda w: float(a @ w + b), lambda w: a.copy(), dim=a.shape[0])
+
+
+@_composite
+def piecewise_linear_max(draw, dim: int, pieces=(1, 6), ties: bool = True) -> PiecewiseLinearMax:
+    """A :class:`~nsopt.Max` of affine :class:`~nsopt.FunctionOracle` pieces, with its data.
+
+    Slopes, offsets and ``point`` are dyadic, so piece values are exact. With ``ties=True``
+    a drawn set of at least one piece (``tie``) attains the max at ``point`` exactly, and the
+    other pieces lie below it there (some may tie too). Brute force:
+    ``f'(w; p) = max(A[I] @ p)`` over ``I = argmax(A @ w + b)`` (all maximising indices).
+    """
+    k = _size(draw, pieces, "pieces")
+    slope = _grid(2.0, 0.25)
+    A = np.array(draw(st.lists(st.lists(slope, min_size=dim, max_size=dim), min_size=k, max_size=k)))
+    b = np.array(draw(st.lists(_grid(4.0, 0.25), min_size=k, max_size=k)), dtype=np.float64)
+    point = draw(points(dim, scale=2.0, dyadic=True))
+    if ties:
+        top = draw(_grid(4.0, 0.25))
+        tie = np.array(draw(st.lists(st.booleans(), min_size=k, max_size=k)), dtype=bool)
+        tie[draw(st.integers(0, k - 1))] = True
+        gaps = np.array(draw(st.lists(_grid(2.0, 0.25).map(abs), min_size=k, max_size=k)))
+        b = top - A @ point - np.where(tie, 0.0, gaps)
+    values = A @ point + b
+    tie = np.flatnonzero(values == values.max())
+    oracle = Max([_affine(A[j].copy(), float(b[j])) for j in range(k)])
+    return PiecewiseLinearMax(oracle, A, b, point, tie)
+
+
+# ----------------------------------------------------------------------------------------
+# check_oracle
+# ----------------------------------------------------------------------------------------
+def _fmt(x) -> str:
+    x = np.asarray(x)
+    if x.size > 12:
+        return f"<array shape {x.shape}, |.|_2={np.linalg.norm(x):.6g}, first {x.ravel()[:6].tolist()}>"
+    return repr(x.tolist())
+
+
+def _fail(law: str, w, p=None, **numbers) -> AssertionError:
+    where = f"w={_fmt(w)}" + ("" if p is None else f", p={_fmt(p)}")
+    nums = ", ".join(f"{k}={v!r}" for k, v in numbers.items())
+    return AssertionError(f"check_oracle: {law} fails at {where}: {nums}")
+
+
+def _as_rows(x, dim: int, name: str) -> np.ndarray:
+    arr = np.asarray(x, dtype=np.float64)
+    if arr.ndim == 1:
+        arr = arr[None, :]
+    if arr.ndim != 2 or arr.shape[1] != dim or arr.shape[0] == 0:
+        raise ValueError(f"{name} must be a non-empty (k, {dim}) array, got shape {np.shape(x)}")
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{name} contains NaN or inf")
+    return arr
+
+
+def _random_directions(rng, n: int, dim: int) -> np.ndarray:
+    P = rng.standard_normal((n, dim))
+    for i in range(n):
+        kind = i % 3
+        if kind == 1:  # sparse, with exact zeros
+            P[i, rng.random(dim) < 0.5] = 0.0
+        elif kind == 2:  # along an axis
+            P[i] = 0.0
+            P[i, rng.integers(dim)] = rng.choice([-1.0, 1.0])
+        if not P[i].any():
+            P[i, rng.integers(dim)] = 1.0
+    return P
+
+
+#: Step lengths ``eta * ||p||`` at which ``restrict`` is compared with the oracle; irregular,
+#: so that they do not land on kinks of dyadic test data by accident.
+_LINE_STEPS = (-0.8183, -0.0917, 0.0, 0.0613, 0.5309, 1.7321)
+
+
+def check_oracle(oracle: Oracle, points=None, directions=None, n: int = 20, rtol: float = 1e-7,
+                 seed: int = 0, *, dim: int | None = None, scale: float = 1.0) -> None:
+    r"""Check that an oracle obeys the laws of a convex function's oracle.
+
+    On ``n`` (point, direction) pairs, ``w`` from ``points`` and ``p`` from ``directions``
+    (cycled; random normal points of standard deviation ``scale`` and random dense, sparse
+    and axis directions when not given), with ``v`` the next point:
+
+    1. *finite*: ``value(w)`` is finite, ``value_and_subgradient(w)`` agrees with ``value``
+       and ``subgradient`` and has shape ``(dim,)``;
+    2. *subgradient inequality*: :math:`f(v) \ge f(w) + \langle g, v - w\rangle`;
+    3. *sup_subgradient*: ``(s, g_s) = sup_subgradient(w, p)`` has
+       :math:`s \ge \langle g, p\rangle`, :math:`\langle g_s, p\rangle = s`, and :math:`g_s`
+       satisfies the subgradient inequality;
+    4. *directional derivative*: for steps :math:`h = 10^{-k}/\|p\|`, the difference
+       quotient :math:`(f(w + hp) - f(w))/h` is at least :math:`s` (convexity: it decreases
+       to :math:`f'(w; p)` as :math:`h \to 0`), and the smallest of them is within
+       :math:`\sqrt{rtol}` (relative) of :math:`s`;
+    5. *restrict*: ``line = restrict(w, p)`` has ``line.value(eta) == value(w + eta p)``,
+       ``line.derivative(eta, +1) >= line.derivative(eta, -1)``, and the right (left)
+       derivative equals ``sup_subgradient(w + eta p, p)`` (``-sup_subgradient(., -p)``);
+    6. *minimize*: unless ``line.minimize`` raises ``NotImplementedError``, its result on
+       ``[0, T]`` and ``[0, inf)`` lies in the interval, satisfies the one-sided optimality
+       conditions, and is no worse than the best of a fine grid on a bracket.
+
+    Comparisons use the relative tolerance ``rtol`` against the size of the numbers
+    involved (an absolute floor of ``rtol`` too). Random points rarely fall on kinks: pass
+    kink points explicitly (e.g. from :func:`kink_points`) to test the nonsmooth cases. Put
+    them *exactly* on the kink: a point a few ulps off a kink fails law 4, since every usable
+    step ``h`` crosses the kink and the quotients converge to the derivative beyond it.
+
+    Parameters
+    ----------
+    oracle : Oracle
+    points, directions : array (k, dim) or (dim,), optional
+    n : int
+        Number of (point, direction) pairs checked.
+    rtol : float
+        Relative tolerance of the comparisons.
+    seed : int
+        Seed of the random points and directions.
+    dim : int, optional
+        Needed only when ``oracle.dim`` is None and no points are given.
+    scale : float
+        Standard deviation of the random points.
+
+    Raises
+    ------
+    AssertionError
+        Naming the law that fails, the point, the direction and the numbers.
+
+    Examples
+    --------
+    The l1 norm, with the subgradient steepest along ``p`` at its kinks:
+
+    >>> import numpy as np, nsopt
+    >>> from nsopt.testing import check_oracle
+    >>> l1 = nsopt.FunctionOracle(
+    ...     lambda w: np.abs(w).sum(), lambda w: np.sign(w), dim=3,
+    ...     sup_subgradient=lambda w, p: (
+    ...         float(np.where(w != 0, np.sign(w) * p, np.abs(p)).sum()),
+    ...         np.where(w != 0, np.sign(w), np.sign(p))))
+    >>> check_oracle(l1, points=[[0.0, 1.0, -2.0], [0.5, 0.0, 0.0]])
+
+    Without ``sup_subgradient`` the plain subgradient is used, which is wrong at the kinks:
+
+    >>> naive = nsopt.FunctionOracle(lambda w: np.abs(w).sum(), lambda w: np.sign(w), dim=3)
+    >>> check_oracle(naive, points=[[0.0, 1.0, -2.0]])   # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    AssertionError: check_oracle: directional derivative: ... fails at w=[0.0, 1.0, -2.0], p=...
+    """
+    if not isinstance(oracle, Oracle):
+        raise TypeError(f"check_oracle needs an nsopt Oracle, got {type(oracle).__name__}")
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    dim = oracle.dim if oracle.dim is not None else dim
+    if dim is None:
+        if points is None:
+            raise ValueError("oracle.dim is None: pass dim= or points")
+        dim = np.atleast_2d(np.asarray(points)).shape[1]
+    rng = np.random.default_rng(seed)
+    W = _as_rows(points, dim, "points") if points is not None else scale * rng.standard_normal((n, dim))
+    P = (_as_rows(directions, dim, "directions") if directions is not None
+         else _random_directions(rng, n, dim))
+    if not np.all(np.any(P != 0, axis=1)):
+        raise ValueError("directions must be nonzero")
+    for i in range(n):
+        w, p = W[i % W.shape[0]], P[i % P.shape[0]]
+        # v: the next point, or a random neighbour when only one point is given
+        v = W[(i + 1) % W.shape[0]] if W.shape[0] > 1 else w + scale * rng.standard_normal(dim)
+        _check_pair(oracle, w.copy(), p.copy(), v.copy(), rtol)
+
+
+def _check_pair(oracle, w, p, v, rtol):
+    def close(a, b, *scales):
+        return abs(a - b) <= rtol * (1.0 + max([abs(a), abs(b), *map(abs, scales)]))
+
+    # 1. finite values, consistent value / subgradient
+    f = oracle.value(w)
+    f2, g = oracle.value_and_subgradient(w)
+    g = np.asarray(g)
+    if not math.isfinite(f):
+        raise _fail("finite value", w, value=f)
+    if g.shape != w.shape or not np.isfinite(g).all():
+        raise _fail("subgradient shape and finiteness", w, shape=g.shape, expected=w.shape)
+    if not close(f, f2):
+        raise _fail("value == value_and_subgradient()[0]", w, value=f, value_and_subgradient=f2)
+    g1 = np.asarray(oracle.subgradient(w))
+    if g1.shape != w.shape:
+        raise _fail("subgradient shape", w, shape=g1.shape, expected=w.shape)
+
+    # 2. subgradient inequality f(v) >= f(w) + <g, v - w>
+    fv = oracle.value(v)
+    _subgradient_inequality("subgradient inequality", w, v, f, fv, g, rtol)
+    _subgradient_inequality("subgradient inequality (at v, g(v))", v, w, fv, f,
+                            np.asarray(oracle.subgradient(v)), rtol)
+
+    # 3. sup_subgradient
+    s, gs = oracle.sup_subgradient(w, p)
+    gs = np.asarray(gs)
+    gp = float(g @ p)
+    if not math.isfinite(s) or gs.shape != w.shape:
+        raise _fail("sup_subgradient returns a finite s and g of shape (dim,)", w, p, s=s,
+                    shape=gs.shape)
+    scale_gp = float(np.abs(g) @ np.abs(p))
+    if s < gp - rtol * (1.0 + abs(s) + scale_gp):
+        raise _fail("sup_subgradient: s >= <g, p>", w, p, s=s, g_dot_p=gp)
+    if not close(float(gs @ p), s, float(np.abs(gs) @ np.abs(p))):
+        raise _fail("sup_subgradient: <g_s, p> == s (g_s attains s)", w, p, s=s, g_s_dot_p=float(gs @ p))
+    _subgradient_inequality("subgradient inequality for sup_subgradient's g", w, v, f, fv, gs, rtol)
+    wp = w + p
+    _subgradient_inequality("subgradient inequality for sup_subgradient's g (at w + p)", w, wp, f,
+                            oracle.value(wp), gs, rtol)
+
+    # 4. directional derivative vs one-sided difference quotients
+    pn = float(np.linalg.norm(p))
+    eps = np.finfo(float).eps
+    quotients = []
+    for k in range(0, 9):
+        h = 10.0 ** (-k) / pn
+        fh = oracle.value(w + h * p)
+        qh = (fh - f) / h
+        noise = 8 * eps * (abs(f) + abs(fh) + float(np.abs(w) @ np.abs(g)) + 1.0) / h
+        if s > qh + noise + rtol * (1.0 + abs(s)):
+            raise _fail("directional derivative: f'(w; p) <= (f(w + h p) - f(w)) / h", w, p,
+                        h=h, s=s, quotient=qh)
+        quotients.append((abs(qh - s) - noise, qh, h))
+    best = min(quotients)
+    fd_tol = math.sqrt(rtol) * (1.0 + abs(s) + float(np.abs(gs) @ np.abs(p)))
+    if best[0] > fd_tol:
+        raise _fail("directional derivative: (f(w + h p) - f(w)) / h -> sup_subgradient as h -> 0",
+                    w, p, s=s, closest_quotient=best[1], h=best[2])
+
+    # 5. restrict
+    line = oracle.restrict(w, p)
+    for t in _LINE_STEPS:
+        eta = t / pn
+        x = w + eta * p
+        fx = oracle.value(x)
+        lv = line.value(eta)
+        if not close(lv, fx):
+            raise _fail("restrict: line.value(eta) == value(w + eta p)", w, p, eta=eta,
+                        line_value=lv, value=fx)
+        right, left = line.derivative(eta, 1), line.derivative(eta, -1)
+        dscale = float(np.abs(g) @ np.abs(p)) + abs(right) + abs(left)
+        if right < left - rtol * (1.0 + dscale):
+            raise _fail("restrict: derivative(eta, +1) >= derivative(eta, -1)", w, p, eta=eta,
+                        right=right, left=left)
+        s_right = oracle.sup_subgradient(x, p)[0]
+        s_left = -oracle.sup_subgradient(x, -p)[0]
+        if not close(right, s_right, dscale):
+            raise _fail("restrict: derivative(eta, +1) == sup_subgradient(w + eta p, p)", w, p,
+                        eta=eta, derivative=right, sup_subgradient=s_right)
+        if not close(left, s_left, dscale):
+            raise _fail("restrict: derivative(eta, -1) == -sup_subgradient(w + eta p, -p)", w, p,
+                        eta=eta, derivative=left, minus_sup_subgradient=s_left)
+
+    # 6. minimize, where supported
+    for hi in (2.0 / pn, math.inf):
+        try:
+            eta = line.minimize(0.0, hi)
+        except NotImplementedError:
+            return
+        _check_minimize(line, w, p, hi, eta, pn, rtol)
+
+
+def _subgradient_inequality(law, w, v, fw, fv, g, rtol):
+    lin = float(g @ (v - w))
+    slack = fv - (fw + lin)
+    scale = abs(fv) + abs(fw) + float(np.abs(g) @ np.abs(v - w))
+    if slack < -rtol * (1.0 + scale):
+        raise _fail(law + ": f(v) >= f(w) + <g, v - w>", w, None, v=_fmt(v), f_v=fv, f_w=fw,
+                    g=_fmt(g), linearisation=fw + lin)
+
+
+def _check_minimize(line, w, p, hi, eta, pn, rtol):
+    eta = float(eta)
+    if not (0.0 <= eta <= hi) or math.isnan(eta):
+        raise _fail("minimize: result in [lo, hi]", w, p, lo=0.0, hi=hi, result=eta)
+    if math.isinf(eta):  # unbounded below along the ray: phi must still decrease far out
+        far = [line.value(2.0 ** k / pn) for k in range(0, 40, 4)]
+        if not all(b <= a for a, b in zip(far, far[1:])) or line.derivative(2.0 ** 40 / pn, -1) >= 0:
+            raise _fail("minimize: inf only when phi decreases without bound", w, p, far_values=far)
+        return
+    phi = line.value(eta)
+    # optimality: phi'(eta+) >= 0 unless eta == hi, phi'(eta-) <= 0 unless eta == lo. A kink
+    # computed as (kink - f) / q may sit an ulp away from where the derivative jumps, so the
+    # derivatives are taken a few ulps outside the result (monotone: a weaker, robust test).
+    delta = 16 * np.finfo(float).eps * max(1.0, abs(eta))
+    d_right = line.derivative(min(eta + delta, hi), 1)
+    d_left = line.derivative(max(eta - delta, 0.0), -1)
+    d0 = abs(line.derivative(0.0, 1))
+    dtol = math.sqrt(rtol) * (1.0 + d0 + abs(d_right) + abs(d_left))
+    if eta < hi and d_right < -dtol:
+        raise _fail("minimize: phi'(eta+) >= 0 at the result (unless eta == hi)", w, p, hi=hi,
+                    result=eta, right_derivative=d_right)
+    if eta > 0.0 and d_left > dtol:
+        raise _fail("minimize: phi'(eta-) <= 0 at the result (unless eta == lo)", w, p, hi=hi,
+                    result=eta, left_derivative=d_left)
+    bracket = hi if math.isfinite(hi) else max(2.0 / pn, min(2.0 * eta, 1e300))
+    grid = np.linspace(0.0, bracket, 1001)
+    vals = np.array([line.value(t) for t in grid])
+    j = int(np.argmin(vals))
+    if phi > vals[j] + rtol * (1.0 + abs(vals[j])):
+        raise _fail("minimize: no worse than a grid on the bracket", w, p, hi=hi, result=eta,
+                    value=phi, grid_eta=float(grid[j]), grid_value=float(vals[j]))
