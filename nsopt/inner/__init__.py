@@ -3,6 +3,10 @@ r"""Master-problem solvers of the BMRM family: the dual over the simplex.
 .. math:: \max_{\alpha\in\Delta_n} D(\alpha) = b^T\alpha - \lambda\Omega^*(-A^T\alpha/\lambda),
           \qquad w = \nabla\Omega^*(-A^T\alpha/\lambda)
 
+With several cutting-plane models (``bundle.n_blocks = P > 1``, one per part :math:`R_p` of
+:math:`R = \sum_p R_p`; ``bundle.block`` labels the planes) every backend maximises the same
+:math:`D` over the product of ``P`` simplices, one per model ([UF12]_ Sec. 3.3, P-BMRM).
+
 Every backend has the signature ``solve(bundle, reg, lam, warm=None, tol=None) ->
 InnerSolution``; :func:`select` picks one from ``reg.inner``. Only ``InnerSolution.dual_value``
 may be used as a lower bound, never the primal model value (DESIGN.md Sec. 6).
@@ -15,6 +19,11 @@ backend            ``reg.inner``       method
 :class:`LPSimplex`     ``"lp"``        HiGHS LP of the L1 norm, multipliers repaired to feasibility
 :class:`SmoothSimplex` ``"smooth"``    restarted FISTA with projection onto the simplex
 =================  ==================  =========================================================
+
+References
+----------
+.. [UF12] M. Uřičář, V. Franc. Efficient algorithm for regularized risk minimization.
+   CVWW 2012. Sec. 3.3.
 """
 from __future__ import annotations
 

@@ -11,10 +11,19 @@ plane ``i`` at :math:`w(\alpha)`. With :math:`g = \nabla D(\alpha)` the Frank-Wo
 :math:`\max_i(\langle a_i, w\rangle + b_i) + \lambda\Omega(w) - D(\alpha)` (Fenchel-Young holds with
 equality at :math:`w = \nabla\Omega^*(\mu)`), so it is computed without evaluating :math:`\Omega`.
 
+Multiple cutting-plane models ([UF12]_ Sec. 3.3): when ``bundle.n_blocks = P > 1`` the model is
+:math:`\sum_p \max_{i \in p} \langle a_i, w\rangle + b_i` (``bundle.block`` gives the model of each
+plane) and the same dual is maximised over the product of ``P`` simplices, one per model
+(:math:`\alpha \ge 0`, :math:`\sum_{i\in p}\alpha_i = 1` for every ``p``). The gap becomes
+:math:`\sum_p \max_{i\in p} g_i - \alpha^T g`, again the master duality gap by the same
+Fenchel-Young argument. Every backend handles both; a model without a plane is an error.
+
 References
 ----------
 .. [TVSL10] C. H. Teo, S. V. N. Vishwanathan, A. J. Smola, Q. V. Le. Bundle methods for
    regularized risk minimization. JMLR 11:311-365, 2010.
+.. [UF12] M. Uřičář, V. Franc. Efficient algorithm for regularized risk minimization.
+   CVWW 2012. Sec. 3.3.
 """
 from __future__ import annotations
 
@@ -24,8 +33,9 @@ from typing import NamedTuple
 import numpy as np
 
 from .._validation import check_positive
+from ._simplex import Blocks
 
-__all__ = ["InnerSolution", "InnerSolver"]
+__all__ = ["InnerSolution", "InnerSolver", "bundle_blocks"]
 
 
 class InnerSolution(NamedTuple):
@@ -35,7 +45,8 @@ class InnerSolution(NamedTuple):
     ----------
     alpha : ndarray, shape (n,)
         Multipliers of the planes, exactly on the simplex up to rounding (``alpha >= 0``,
-        ``sum(alpha) == 1``).
+        ``sum(alpha) == 1``); with several models on the product of simplices (the multipliers
+        of each block sum to 1).
     dual_value : float
         :math:`D(\\alpha)`: the only value that may be used as a lower bound (weak duality holds
         at every feasible ``alpha``, however inexact the solve).
@@ -43,7 +54,8 @@ class InnerSolution(NamedTuple):
         The primal point attached to ``alpha`` (the master minimiser when ``gap == 0``).
     gap : float
         The master duality gap :math:`\\max_i(\\langle a_i, w\\rangle + b_i) + \\lambda\\Omega(w) -
-        D(\\alpha)`, ``>= 0`` up to rounding.
+        D(\\alpha)`, ``>= 0`` up to rounding (with several models the max is the sum over the
+        models of the max within each).
     n_iter : int
         Iterations of the backend (pair updates, OSQP/HiGHS iterations, gradient steps).
     """
@@ -60,8 +72,10 @@ class InnerSolver:
 
     A subclass sets ``name``, ``families`` (the values of ``reg.inner`` it can handle) and
     implements ``_solve(bundle, reg, lam, warm, tol)``, receiving checked arguments: ``lam > 0``,
-    a non-empty bundle, ``warm`` a feasible multiplier vector of length ``bundle.n`` or ``None``,
-    and ``tol`` a float or ``None``. Options are keyword-only arguments of ``__init__``, checked
+    a non-empty bundle whose models (``bundle.n_blocks``, ``bundle.block``; one model when the
+    bundle has no ``n_blocks``) all hold a plane, ``warm`` a feasible multiplier vector of length
+    ``bundle.n`` or ``None``, and ``tol`` a float or ``None``; :func:`bundle_blocks` gives the
+    block structure. Options are keyword-only arguments of ``__init__``, checked
     there; the solver object holds configuration only, so ``solve`` is re-entrant.
     """
 
@@ -79,14 +93,16 @@ class InnerSolver:
         Parameters
         ----------
         bundle : PlaneBundle
-            The cutting planes, with ``bundle.n >= 1``.
+            The cutting planes, with ``bundle.n >= 1`` and, with ``bundle.n_blocks > 1``, at
+            least one plane in every model; the dual is then over the product of simplices.
         reg : Regularizer
             Must be supported by this backend (``self.supports(reg)``).
         lam : float
             Regularization constant, ``> 0``.
         warm : array_like, optional
             Previous multipliers; a shorter vector is padded with zeros for the planes added
-            since. It is clipped at 0 and renormalised. ``None`` starts from one plane.
+            since. It is clipped at 0 and renormalised (per model; a model left with no weight
+            starts uniform). ``None`` starts from one plane (per model).
         tol : float, optional
             Absolute target for the master gap; ``None`` uses about ``1e-12 * (1 + |D|)``.
 
@@ -101,9 +117,10 @@ class InnerSolver:
             raise ValueError(
                 "the bundle is empty: add at least one plane before solving the master problem"
             )
+        blocks = bundle_blocks(bundle)
         if tol is not None:
             tol = check_positive(tol, "tol", strict=False)
-        return self._solve(bundle, reg, lam, warm_start(warm, n), tol)
+        return self._solve(bundle, reg, lam, warm_start(warm, n, blocks), tol)
 
     def check_regularizer(self, reg) -> None:
         if not self.supports(reg):
@@ -131,8 +148,38 @@ def check_int_option(value, name: str, low: int = 1) -> int:
     return int(value)
 
 
-def warm_start(warm, n: int) -> np.ndarray | None:
-    """A feasible start of length ``n`` from a previous multiplier vector, or ``None``."""
+def bundle_blocks(bundle) -> Blocks:
+    """The block structure of ``bundle`` (one block when it has no ``n_blocks``), checked.
+
+    Reads only ``bundle.n``, ``bundle.n_blocks`` and ``bundle.block``, so read-only views that
+    forward attributes (e.g. a bundle with shifted offsets) work as the bundle itself.
+    """
+    n = int(bundle.n)
+    n_blocks = int(getattr(bundle, "n_blocks", 1))
+    if n_blocks == 1:
+        return Blocks.single(n)
+    labels = np.asarray(bundle.block, dtype=np.int64)
+    if labels.shape != (n,) or (n and (labels.min() < 0 or labels.max() >= n_blocks)):
+        raise ValueError(
+            f"bundle.block must hold one model index in [0, {n_blocks}) per plane ({n} planes)"
+        )
+    blocks = Blocks(labels, n_blocks)
+    empty = np.flatnonzero(blocks.counts == 0)
+    if empty.size:
+        raise ValueError(
+            f"model(s) {empty.tolist()} of the bundle have no plane: the master problem over "
+            f"a product of {n_blocks} simplices needs at least one plane per model; add each "
+            "model's floor (bundle.add_fixed(0, floor, block=p)) or a first cut before solving"
+        )
+    return blocks
+
+
+def warm_start(warm, n: int, blocks: Blocks | None = None) -> np.ndarray | None:
+    """A feasible start of length ``n`` from a previous multiplier vector, or ``None``.
+
+    With several blocks each block is renormalised; a block left with no weight starts
+    uniform, and ``None`` is returned only when no block has weight.
+    """
     if warm is None:
         return None
     warm = np.asarray(warm, dtype=np.float64).ravel()
@@ -143,6 +190,13 @@ def warm_start(warm, n: int) -> np.ndarray | None:
         )
     alpha = np.zeros(n)
     alpha[: warm.size] = np.where(np.isfinite(warm), np.maximum(warm, 0.0), 0.0)
+    if blocks is not None and blocks.multi:
+        sums = blocks.sums(alpha)
+        if not np.any(sums > 0):
+            return None
+        for p in np.flatnonzero(~(sums > 0)):
+            alpha[blocks.index[p]] = 1.0
+        return blocks.normalize(alpha)
     s = alpha.sum()
     if not s > 0:
         return None
@@ -154,8 +208,11 @@ def plane_values(bundle, w: np.ndarray) -> np.ndarray:
     return bundle.A @ w + bundle.b
 
 
-def frank_wolfe_gap(alpha: np.ndarray, grad: np.ndarray) -> float:
-    """``max_i grad_i - alpha^T grad``: the master duality gap when ``grad = A w + b``."""
+def frank_wolfe_gap(alpha: np.ndarray, grad: np.ndarray, blocks: Blocks | None = None) -> float:
+    """``max_i grad_i - alpha^T grad`` (with blocks ``sum_p max_{i in p} grad_i - alpha^T grad``):
+    the master duality gap when ``grad = A w + b``."""
+    if blocks is not None:
+        return blocks.gap(alpha, grad)
     return float(np.max(grad) - alpha @ grad)
 
 

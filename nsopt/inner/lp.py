@@ -24,10 +24,33 @@ below: one plane :math:`\langle a, w\rangle + b` with :math:`\|a\|_\infty > \lam
 :math:`\lambda\|w\|_1 + \langle a, w\rangle` to :math:`-\infty` (DESIGN.md Sec. 6). The fix is the
 plane :math:`\xi \ge` ``loss.lower_bound`` (slope 0) in the bundle, or a box on ``w``.
 
+Several cutting-plane models
+----------------------------
+With ``bundle.n_blocks = P > 1`` ([UF12]_ Sec. 3.3) the LP has one epigraph variable per model,
+
+.. math:: \min\ \sum_p \xi_p + \lambda 1^T(u + v)
+          \quad\text{s.t.}\quad \langle a_i, u - v\rangle + b_i \le \xi_{p(i)},\quad u, v \ge 0,
+
+and its dual is :math:`\max b^T\alpha` over the product of ``P`` simplices (one equality per
+model: the column of :math:`\xi_p`) with :math:`\|A^T\alpha\|_\infty \le \lambda`. The repair is
+the same mix, with an anchor :math:`\alpha^0` in the product: in every block the plane of
+smallest slope, normally that model's own zero-slope floor plane (the solvers add one per model),
+so that :math:`A^T\alpha^0 = \sum_p a_{j_p} = 0`; failing that, the point of the product with the
+smallest :math:`\|A^T\alpha^0\|_\infty` (a small LP). Why one mixing weight ``s`` for all blocks
+is sound: :math:`\alpha` and :math:`\alpha^0` both have every block summing to 1, so their convex
+combination does too (the mix never moves weight between blocks), and by convexity of the norm
+:math:`\|A^T\alpha'\|_\infty \le (1-s)\|A^T\alpha\|_\infty + s\|A^T\alpha^0\|_\infty`, so the same
+formula for ``s`` reaches the target; per-block weights would not obey such a bound, because the
+constraint couples the blocks through the sum :math:`\sum_p A_p^T\alpha_p`. Mixing block ``p``
+toward its own floor costs :math:`s\,(b_p^T\alpha_p - b_{j_p})` of the bound, of the order of the
+LP's feasibility error as for one model.
+
 References
 ----------
 .. [TVSL10] C. H. Teo, S. V. N. Vishwanathan, A. J. Smola, Q. V. Le. Bundle methods for
    regularized risk minimization. JMLR 11:311-365, 2010. Appendix C.
+.. [UF12] M. Uřičář, V. Franc. Efficient algorithm for regularized risk minimization.
+   CVWW 2012. Sec. 3.3.
 """
 from __future__ import annotations
 
@@ -37,7 +60,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-from ._base import InnerSolution, InnerSolver, plane_values
+from ._base import InnerSolution, InnerSolver, bundle_blocks, plane_values
+from ._simplex import Blocks
 
 __all__ = ["LPSimplex"]
 
@@ -55,12 +79,16 @@ class LPSimplex(InnerSolver):
     \lambda\Omega^*(-A^T\alpha/\lambda) = b^T\alpha` (a valid lower bound), and ``gap`` the primal
     model value at ``w`` minus ``dual_value``.
 
+    With ``bundle.n_blocks > 1`` the LP has one epigraph variable per model and ``alpha`` lies in
+    the product of simplices (see the module docstring for the repair).
+
     ``warm`` and ``tol`` are not used: HiGHS has no warm start through ``linprog`` and solves to
     its own tolerances (1e-10 here).
 
     Raises ``ValueError`` when the master problem is unbounded below (no plane of the bundle has
-    a slope of max-norm below ``lam``): the loss must declare ``loss.lower_bound`` (a zero-slope
-    plane) or the solver needs a box.
+    a slope of max-norm below ``lam``; with several models, no combination with one unit of
+    weight per model): the loss must declare ``loss.lower_bound`` (a zero-slope plane, one per
+    model) or the solver needs a box.
 
     References
     ----------
@@ -77,27 +105,28 @@ class LPSimplex(InnerSolver):
         A = np.asarray(bundle.A, dtype=np.float64)
         b = np.asarray(bundle.b, dtype=np.float64)
         n, d = A.shape
+        blocks = bundle_blocks(bundle)
+        m = blocks.n_blocks
         target = lam * (1.0 - _MARGIN)
-        anchor = _anchor(A, target)
+        anchor = _anchor(A, target, blocks)
         if anchor is None:
-            raise ValueError(_unbounded_message(lam, A))
-        # variables x = (u, v, xi): A u - A v - xi <= -b
-        c = np.concatenate((np.full(2 * d, lam), [1.0]))
-        A_ub = sp.hstack([sp.csr_matrix(A), sp.csr_matrix(-A), sp.csr_matrix(-np.ones((n, 1)))],
-                         format="csr")
-        bounds = [(0.0, None)] * (2 * d) + [(None, None)]
+            raise ValueError(_unbounded_message(lam, A, m))
+        # variables x = (u, v, xi_1..xi_P): A u - A v - xi_{p(i)} <= -b
+        c = np.concatenate((np.full(2 * d, lam), np.ones(m)))
+        xi = sp.csr_matrix(-np.ones((n, 1))) if m == 1 else -blocks.indicator().tocsr()
+        A_ub = sp.hstack([sp.csr_matrix(A), sp.csr_matrix(-A), xi], format="csr")
+        bounds = [(0.0, None)] * (2 * d) + [(None, None)] * m
         res = linprog(c, A_ub=A_ub, b_ub=-b, bounds=bounds, method="highs",
                       options={"primal_feasibility_tolerance": 1e-10,
                                "dual_feasibility_tolerance": 1e-10})
         if res.status == 3:  # pragma: no cover - excluded by the anchor above
-            raise ValueError(_unbounded_message(lam, A))
+            raise ValueError(_unbounded_message(lam, A, m))
         if res.x is None or res.ineqlin is None:
             raise RuntimeError(f"HiGHS failed on the L1 master problem: {res.message}")
         w = res.x[:d] - res.x[d:2 * d]
         alpha = np.maximum(-np.asarray(res.ineqlin.marginals, dtype=np.float64), 0.0)
-        s = alpha.sum()
-        alpha = alpha / s if s > 0 else anchor
-        alpha = _repair(A, alpha, anchor, target)
+        alpha = blocks.normalize(alpha) if np.all(blocks.sums(alpha) > 0) else anchor
+        alpha = _repair(A, alpha, anchor, target, blocks)
         a_bar = alpha @ A
         dual = float(alpha @ b) - lam * float(reg.conjugate(-a_bar / lam))
         if not math.isfinite(dual):
@@ -106,48 +135,69 @@ class LPSimplex(InnerSolver):
                 "LPSimplex solves the master problem of the L1 norm only"
             )
         grad = plane_values(bundle, w)
-        primal = float(grad.max()) + lam * float(reg.value(w))
+        primal = float(blocks.maxima(grad).sum()) + lam * float(reg.value(w))
         return InnerSolution(alpha, dual, w, primal - dual, int(getattr(res, "nit", 0)))
 
 
-def _anchor(A, target):
-    """Multipliers on the simplex with ``||A^T alpha||_inf <= target`` as computed, or ``None``.
+def _anchor(A, target, blocks=None):
+    """Multipliers on the simplex (on the product of simplices of ``blocks``) with
+    ``||A^T alpha||_inf <= target`` as computed, or ``None``.
 
     The plane of smallest slope (the zero-slope plane of ``loss.lower_bound`` when the bundle has
-    one); failing that, the combination of smallest ``||A^T alpha||_inf`` (a small LP).
+    one; with several models, that of every block); failing that, the combination of smallest
+    ``||A^T alpha||_inf`` (a small LP).
     """
     n, d = A.shape
+    if blocks is None:
+        blocks = Blocks.single(n)
     if d == 0:
-        return np.eye(1, n, 0).ravel()
+        return blocks.argmax_vertex(np.zeros(n))
     slopes = np.abs(A).max(axis=1)
-    j = int(np.argmin(slopes))
-    if slopes[j] <= target:
-        return np.eye(1, n, j).ravel()
-    # min t  s.t.  -t <= A^T alpha <= t,  1^T alpha = 1,  alpha >= 0
+    if not blocks.multi:
+        j = int(np.argmin(slopes))
+        if slopes[j] <= target:
+            return np.eye(1, n, j).ravel()
+    else:
+        vertex = blocks.argmax_vertex(-slopes)
+        if float(np.abs(vertex @ A).max()) <= target:
+            return vertex
+    # min t  s.t.  -t <= A^T alpha <= t,  E^T alpha = 1 (one row per block),  alpha >= 0
     At = sp.csr_matrix(A.T)
     ones = sp.csr_matrix(-np.ones((d, 1)))
+    if blocks.multi:
+        A_eq = sp.hstack([blocks.indicator().T, sp.csr_matrix((blocks.n_blocks, 1))], format="csr")
+        b_eq = np.ones(blocks.n_blocks)
+    else:
+        A_eq = np.concatenate((np.ones(n), [0.0]))[None, :]
+        b_eq = [1.0]
     res = linprog(np.concatenate((np.zeros(n), [1.0])),
                   A_ub=sp.vstack([sp.hstack([At, ones]), sp.hstack([-At, ones])], format="csr"),
-                  b_ub=np.zeros(2 * d),
-                  A_eq=np.concatenate((np.ones(n), [0.0]))[None, :], b_eq=[1.0],
+                  b_ub=np.zeros(2 * d), A_eq=A_eq, b_eq=b_eq,
                   bounds=[(0.0, None)] * n + [(None, None)], method="highs")
     if res.x is None:  # pragma: no cover
         return None
     alpha = np.maximum(res.x[:n], 0.0)
-    alpha /= alpha.sum()
+    if not np.all(blocks.sums(alpha) > 0):  # pragma: no cover - HiGHS keeps the equalities
+        return None
+    alpha = blocks.normalize(alpha)
     return alpha if float(np.abs(alpha @ A).max()) <= target else None
 
 
-def _repair(A, alpha, anchor, target):
-    """Mix ``alpha`` with ``anchor`` until ``||A^T alpha||_inf <= target`` (checked as computed)."""
+def _repair(A, alpha, anchor, target, blocks=None):
+    """Mix ``alpha`` with ``anchor`` until ``||A^T alpha||_inf <= target`` (checked as computed).
+
+    Both must lie on the simplex (on the product of simplices of ``blocks``); so does every mix,
+    renormalised block by block against rounding.
+    """
+    if blocks is None:
+        blocks = Blocks.single(alpha.size)
     if A.shape[1] == 0:
         return alpha
     a0 = float(np.abs(anchor @ A).max())
     va = float(np.abs(alpha @ A).max())
     s = 0.0
     for _ in range(60):
-        mixed = (1.0 - s) * alpha + s * anchor
-        mixed /= mixed.sum()
+        mixed = blocks.normalize((1.0 - s) * alpha + s * anchor)
         if float(np.abs(mixed @ A).max()) <= target:
             return mixed
         # (1 - s) ||A^T alpha||_inf + s ||A^T anchor||_inf <= target, plus slack for rounding
@@ -156,8 +206,17 @@ def _repair(A, alpha, anchor, target):
     return anchor  # pragma: no cover - s reaches 1 first
 
 
-def _unbounded_message(lam: float, A) -> str:
+def _unbounded_message(lam: float, A, n_blocks: int = 1) -> str:
     smallest = float(np.abs(A).max(axis=1).min())
+    if n_blocks > 1:
+        return (
+            "the L1 master problem of the bundle's "
+            f"{n_blocks} cutting-plane models is unbounded below (or has no strictly feasible "
+            "dual): no choice of one convex combination of planes per model has a summed slope "
+            f"with ||a||_inf < lam = {lam!r}, so lam*||w||_1 + sum_p max_(i in p) <a_i, w> + b_i "
+            "has no minimum. Each model needs a lower bound (its zero-slope floor plane, "
+            "bundle.add_fixed(0, floor, block=p)) or the solver needs a box on w"
+        )
     return (
         "the L1 master problem is unbounded below (or has no strictly feasible dual): every plane "
         f"has a slope with ||a||_inf >= lam = {lam!r} (smallest {smallest!r}), so lam*||w||_1 + "

@@ -7,6 +7,10 @@ OSQP (an ADMM method) returns a point that is feasible only to its tolerance, so
 repaired (clipped at 0, renormalised) and the dual value and gap are recomputed exactly from the
 repaired multipliers: the reported bound is valid whatever OSQP's status.
 
+With several cutting-plane models (``bundle.n_blocks = P > 1``) the single equality becomes
+``P`` rows :math:`E^T\alpha = 1` (:math:`E_{ip} = 1` when plane ``i`` is in model ``p``), and the
+repair renormalises each block.
+
 References
 ----------
 .. [SBGBB20] B. Stellato, G. Banjac, P. Goulart, A. Bemporad, S. Boyd. OSQP: an operator
@@ -18,7 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._validation import check_positive
-from ._base import InnerSolver, check_int_option
+from ._base import InnerSolver, bundle_blocks, check_int_option
 from .qp_simplex import finish_quadratic
 
 __all__ = ["OSQPSimplex"]
@@ -45,7 +49,8 @@ class OSQPSimplex(InnerSolver):
     bundles (many more planes than dimensions at a small ``lam``, where :math:`G/\lambda` has a
     large spread of eigenvalues and a large null space): the answer is then only approximately
     optimal, but still feasible, its ``dual_value`` still a valid lower bound and its ``gap``
-    honest. Requires the ``osqp`` package.
+    honest. With ``bundle.n_blocks > 1`` the dual is over the product of simplices (one
+    equality row per model). Requires the ``osqp`` package.
     """
 
     name = "osqp"
@@ -66,10 +71,13 @@ class OSQPSimplex(InnerSolver):
         G = bundle.G
         b = np.asarray(bundle.b, dtype=np.float64)
         n = b.size
+        blocks = bundle_blocks(bundle)
+        m = blocks.n_blocks
         P = sp.triu(sp.csc_matrix(G / lam), format="csc")
-        A = sp.vstack([sp.csc_matrix(np.ones((1, n))), sp.identity(n, format="csc")], format="csc")
-        lo = np.concatenate(([1.0], np.zeros(n)))
-        hi = np.concatenate(([1.0], np.full(n, np.inf)))
+        sums = sp.csc_matrix(np.ones((1, n))) if m == 1 else blocks.indicator().T.tocsc()
+        A = sp.vstack([sums, sp.identity(n, format="csc")], format="csc")
+        lo = np.concatenate((np.ones(m), np.zeros(n)))
+        hi = np.concatenate((np.ones(m), np.full(n, np.inf)))
         solver = osqp.OSQP()
         settings = dict(verbose=False, eps_abs=self.eps, eps_rel=self.eps, max_iter=self.max_iter)
         polish_key = "polishing" if _osqp_major(osqp) >= 1 else "polish"
@@ -84,12 +92,11 @@ class OSQPSimplex(InnerSolver):
         alpha = None
         if x is not None and np.all(np.isfinite(x)):
             alpha = np.maximum(np.asarray(x, dtype=np.float64), 0.0)
-            s = alpha.sum()
-            alpha = alpha / s if s > 0 else None
+            alpha = blocks.normalize(alpha) if np.all(blocks.sums(alpha) > 0) else None
         if alpha is None:  # OSQP failed outright: fall back to the start, still a valid bound
-            alpha = warm if warm is not None else np.eye(1, n, int(np.argmax(b))).ravel()
+            alpha = warm if warm is not None else blocks.argmax_vertex(b)
         n_iter = int(getattr(res.info, "iter", 0))
-        return finish_quadratic(bundle, reg, lam, alpha, n_iter)
+        return finish_quadratic(bundle, reg, lam, alpha, n_iter, blocks)
 
 
 def _osqp_major(osqp) -> int:

@@ -13,6 +13,12 @@ restart of O'Donoghue and Candès (2015), which recovers linear convergence wher
 grows quadratically away from its maximisers. The stopping test is the Frank-Wolfe gap
 :math:`\max_i \nabla_i D - \alpha^T\nabla D`, the master duality gap.
 
+With several cutting-plane models (``bundle.n_blocks = P > 1``, [UF12]_ Sec. 3.3) the feasible
+set is the product of ``P`` simplices: the projection is done block by block (the product's
+projection is the product of the projections), the gap is
+:math:`\sum_p \max_{i\in p} \nabla_i D - \alpha^T\nabla D`, and the cold start takes in every
+block the plane with the best single-plane value.
+
 References
 ----------
 .. [TVSL10] C. H. Teo, S. V. N. Vishwanathan, A. J. Smola, Q. V. Le. Bundle methods for
@@ -21,6 +27,8 @@ References
    inverse problems. SIAM J. Imaging Sci. 2(1):183-202, 2009.
 .. [OC15] B. O'Donoghue, E. Candès. Adaptive restart for accelerated gradient schemes. Found.
    Comput. Math. 15:715-732, 2015.
+.. [UF12] M. Uřičář, V. Franc. Efficient algorithm for regularized risk minimization.
+   CVWW 2012. Sec. 3.3.
 """
 from __future__ import annotations
 
@@ -28,8 +36,7 @@ import math
 
 import numpy as np
 
-from ._base import InnerSolution, InnerSolver, check_int_option, default_tol, frank_wolfe_gap
-from ._simplex import project_simplex
+from ._base import InnerSolution, InnerSolver, bundle_blocks, check_int_option, default_tol
 
 __all__ = ["SmoothSimplex"]
 
@@ -56,6 +63,8 @@ class SmoothSimplex(InnerSolver):
     r"""Master dual of a regularizer with a differentiable conjugate, by restarted FISTA.
 
     .. math:: \max_{\alpha\in\Delta_n} b^T\alpha - \lambda\Omega^*(-A^T\alpha/\lambda)
+
+    (over the product of ``bundle.n_blocks`` simplices when the bundle has several models).
 
     Parameters
     ----------
@@ -86,6 +95,8 @@ class SmoothSimplex(InnerSolver):
         A = np.asarray(bundle.A, dtype=np.float64)
         b = np.asarray(bundle.b, dtype=np.float64)
         n = b.size
+        blocks = bundle_blocks(bundle)
+        project = blocks.project
 
         def point(alpha, mu=None):
             if mu is None:
@@ -103,10 +114,17 @@ class SmoothSimplex(InnerSolver):
             return p.grad
 
         x = None if warm is None else point(warm)
-        if x is None or not math.isfinite(x.value):
+        if (x is None or not math.isfinite(x.value)) and not blocks.multi:
             # the best single plane, O(d) each: D(e_k) = b_k - lam Omega*(-a_k / lam)
             x = max((point(np.eye(1, n, k).ravel(), -A[k] / lam) for k in range(n)),
                     key=lambda p: p.value)
+        elif x is None or not math.isfinite(x.value):
+            # in every block the plane with the best single-plane value, else the centre
+            single = np.array([point(np.eye(1, n, k).ravel(), -A[k] / lam).value
+                               for k in range(n)])
+            x = point(blocks.argmax_vertex(single))
+            if not math.isfinite(x.value):
+                x = point(blocks.normalize(np.ones(n)))
         if not math.isfinite(x.value):
             raise ValueError(
                 f"{type(reg).__name__}'s conjugate is infinite at every plane: SmoothSimplex "
@@ -114,12 +132,12 @@ class SmoothSimplex(InnerSolver):
             )
         best = x
         g = gradient(x)
-        gap = frank_wolfe_gap(x.alpha, g)
-        if n == 1 or not np.all(np.isfinite(g)):
-            return self._result(best, gradient, 0)
+        gap = blocks.gap(x.alpha, g)
+        if n == blocks.n_blocks or not np.all(np.isfinite(g)):  # a single feasible point
+            return self._result(best, gradient, 0, blocks)
         # initial Lipschitz estimate from a secant along the projected gradient
         step = 1.0 / (float(np.max(np.abs(g))) + 1.0)
-        z = point(project_simplex(x.alpha + step * g))
+        z = point(project(x.alpha + step * g))
         dz = z.alpha - x.alpha
         L = 1.0
         if z.value > -math.inf and float(dz @ dz) > 0:
@@ -135,7 +153,7 @@ class SmoothSimplex(InnerSolver):
                 gy = gradient(y)
             L *= 0.8  # let the estimate shrink again; backtracking below restores it
             for _ in range(100):
-                x_new = point(project_simplex(y.alpha + gy / L))
+                x_new = point(project(y.alpha + gy / L))
                 dx = x_new.alpha - y.alpha
                 model = y.value + float(gy @ dx) - 0.5 * L * float(dx @ dx)
                 slack = 10 * _EPS * (abs(y.value) + abs(float(gy @ dx)) + 1.0)
@@ -149,7 +167,7 @@ class SmoothSimplex(InnerSolver):
             # near the maximiser D is flat to rounding while the gap still shrinks: among values
             # equal to rounding, the point with the smaller gap is the better one
             noise = 8 * _EPS * (abs(best.value) + 1.0)
-            gap_new = frank_wolfe_gap(x_new.alpha, gx)
+            gap_new = blocks.gap(x_new.alpha, gx)
             if x_new.value > best.value + noise or (x_new.value >= best.value - noise
                                                     and gap_new < gap):
                 best, gap = x_new, gap_new
@@ -164,9 +182,9 @@ class SmoothSimplex(InnerSolver):
                 if y.value == -math.inf:
                     t, y = 1.0, x_new
             x = x_new
-        return self._result(best, gradient, n_iter)
+        return self._result(best, gradient, n_iter, blocks)
 
     @staticmethod
-    def _result(best, gradient, n_iter):
+    def _result(best, gradient, n_iter, blocks):
         g = gradient(best)
-        return InnerSolution(best.alpha, best.value, best.w, frank_wolfe_gap(best.alpha, g), n_iter)
+        return InnerSolution(best.alpha, best.value, best.w, blocks.gap(best.alpha, g), n_iter)
