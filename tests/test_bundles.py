@@ -284,3 +284,29 @@ def test_path_reuses_solutions_and_planes(method):
     if method != "proximal-bundle":  # measured in benchmarks/bundles.py; not always a win there
         # reusing planes and the previous solution saves iterations along the path
         assert sum(r.nit for r in results[1:]) < sum(c.nit for c in cold[1:])
+
+
+# ------------------------------------------------------------------------- P-BMRM (n_models)
+@pytest.mark.parametrize("n_models", [2, 8])
+def test_multiple_models_certificate_and_fewer_iterations(n_models):
+    X, y = small_binary(400, 30, seed=12)
+    J = nsopt.RegularizedRisk(Hinge(X, y), R.L2(), 1e-3)
+    one = nsopt.minimize(J, method="proximal-bundle", rtol=1e-5)
+    many = nsopt.minimize(J, method="proximal-bundle", n_models=n_models, rtol=1e-5)
+    f_star = cvxpy_optimum(X, y, "hinge", R.L2(), 1e-3)
+    assert many.success and many.lower_bound - 1e-8 <= f_star <= many.fun + 1e-8
+    assert many.certificate.check(J) == pytest.approx(many.lower_bound, rel=1e-9)
+    # the P-model is finer ([UF12] Sec. 3.3): fewer iterations than one model
+    assert many.nit < one.nit
+
+
+def test_group_evaluation_is_one_oracle_call_and_sums_to_the_risk():
+    X, y = small_binary(103, 7, seed=3)
+    J = nsopt.RegularizedRisk(Logistic(X, y), R.L2(), 1e-2)
+    oracle = nsopt.CountingOracle(J)
+    w = np.linspace(-1, 1, 7)
+    ev, values, subgradients = oracle.evaluate_groups(w, 5)
+    assert oracle.nfev == 1 and values.shape == (5,) and subgradients.shape == (5, 7)
+    assert values.sum() == pytest.approx(J.loss.value(w), rel=1e-12)
+    np.testing.assert_allclose(subgradients.sum(0), J.loss.subgradient(w), rtol=1e-10, atol=1e-14)
+    assert ev.fun == pytest.approx(J.value(w), rel=1e-12)

@@ -77,11 +77,23 @@ class Master(NamedTuple):
     n_iter: int
 
 
-def new_bundle(problem, fixed_floor: bool = True, planes=None) -> PlaneBundle:
+def new_bundle(problem, fixed_floor: bool = True, planes=None, n_models: int = 1) -> PlaneBundle:
     """A bundle for ``problem``: the loss's floor plane, then the warm-start ``planes``
-    (planes of the loss do not depend on ``lam``, so a run along a path reuses them)."""
-    bundle = PlaneBundle(problem.dim, metric=problem.reg.gram_metric)
+    (planes of the loss do not depend on ``lam``, so a run along a path reuses them).
+
+    With ``n_models = P > 1`` (one model per group of examples) each block gets the floor 0
+    when the loss is nonnegative (``loss.lower_bound == 0``: every partial risk is then
+    nonnegative too); warm-start planes are not supported then.
+    """
+    bundle = PlaneBundle(problem.dim, metric=problem.reg.gram_metric, n_blocks=n_models)
     floor = problem.loss.lower_bound
+    if n_models > 1:
+        if planes is not None:
+            raise ValueError("warm-start planes are for a single cutting-plane model (n_models=1)")
+        if floor == 0.0:
+            for p in range(n_models):
+                bundle.add_fixed(np.zeros(problem.dim), 0.0, block=p)
+        return bundle
     if math.isfinite(floor):
         if fixed_floor:
             bundle.add_fixed(np.zeros(problem.dim), float(floor))
@@ -104,19 +116,32 @@ def bundle_planes(bundle: PlaneBundle) -> tuple[np.ndarray, np.ndarray]:
 
 def add_and_solve(problem, bundle: PlaneBundle, alpha: np.ndarray, ev, master, *,
                   outer_gap: float, inner_rtol: float, remove_inactive=None, max_planes=None,
-                  keep_newest=None) -> Master:
+                  keep_newest=None, groups=None) -> Master:
     """Add the loss plane of evaluation ``ev`` to ``bundle`` and re-solve the master dual.
 
     ``alpha`` are the current multipliers (aligned with ``bundle``); the returned ones are
     aligned with the updated bundle. ``keep_newest`` selects the aggregation policy used when
-    the bundle is full (see :meth:`PlaneBundle.compress`).
+    the bundle is full (see :meth:`PlaneBundle.compress`). With ``groups = (values,
+    subgradients)`` (multiple cutting-plane models) one plane per model is added instead, plane
+    ``p`` to block ``p``, and ``max_planes`` applies per block.
     """
     if remove_inactive is not None and bundle.n > bundle.n_fixed and alpha.size == bundle.n:
         alpha = alpha[bundle.drop(bundle.age >= remove_inactive)]
-    if max_planes is not None and bundle.n >= max_planes:
-        alpha = bundle.compress(alpha, max_planes, keep_newest=keep_newest)
-    bundle.add_at(ev.w, ev.loss_value, ev.loss_subgradient)
-    warm = np.append(alpha, 0.0) if alpha.size == bundle.n - 1 and alpha.sum() > 0 else None
+    if groups is None:
+        if max_planes is not None and bundle.n >= max_planes:
+            alpha = bundle.compress(alpha, max_planes, keep_newest=keep_newest)
+        bundle.add_at(ev.w, ev.loss_value, ev.loss_subgradient)
+        n_new = 1
+    else:
+        values, subgradients = groups
+        for p in range(len(values)):
+            if max_planes is not None and alpha.size == bundle.n:
+                alpha = bundle.compress(alpha, max_planes, keep_newest=keep_newest, block=p)
+        for p, (value, a) in enumerate(zip(values, subgradients)):
+            bundle.add_at(ev.w, value, a, block=p)
+        n_new = len(values)
+    warm = (np.append(alpha, np.zeros(n_new))
+            if alpha.size == bundle.n - n_new and alpha.sum() > 0 else None)
     tol = inner_rtol * outer_gap if (inner_rtol > 0 and math.isfinite(outer_gap)) else None
     t0 = time.perf_counter()
     sol = master.solve(bundle, problem.reg, problem.lam, warm=warm, tol=tol)

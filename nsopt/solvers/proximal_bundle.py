@@ -97,9 +97,11 @@ class ProxBMRM(ProximalBundle):
     Parameters
     ----------
     n_models : int, default 1
-        ``P``: one cutting-plane model per contiguous group of examples ([UF12]_ Sec. 3.3);
-        needs a loss with ``group_value_and_subgradients`` (the scalar losses). Not yet
-        supported: P > 1 raises ``NotImplementedError``.
+        ``P``: one cutting-plane model per contiguous group of examples ([UF12]_ Sec. 3.3,
+        P-BMRM): the model :math:`\sum_p \max_i` is finer than :math:`\max_i \sum_p` for
+        the same points, the master dual is over a product of P simplices, and the memory is
+        P times larger. Needs a loss with ``group_value_and_subgradients`` (scalar and vector
+        losses); one oracle call still gives all P planes.
     K : float or None
         Step bound; default ``0.01 ||w_1||``, or 0.4 when ``w_1 = 0`` (SHOGUN's rule).
     T : int, default 100
@@ -183,21 +185,26 @@ class ProxBMRM(ProximalBundle):
         return None
 
     def init(self, problem, x0):
-        if self.n_models != 1:
-            raise NotImplementedError("n_models > 1 (P-BMRM) is not implemented yet")
         if self.config["init"] == "sgd" and not np.any(x0):
             from ..warmstart import sgd_start
             x0 = sgd_start(problem, passes=self.sgd_passes)
-        bundle = new_bundle(problem, planes=self.planes)
+        bundle = new_bundle(problem, planes=self.planes, n_models=self.n_models)
         norm = float(np.linalg.norm(x0))
         K = self.K if self.K is not None else (0.01 * norm if norm > 0 else 0.4)
-        ev = problem.evaluate(x0)
+        ev, groups = self._evaluate(problem, x0)
         m = add_and_solve(problem, bundle, np.zeros(bundle.n), ev, master_solver(problem, "qp"),
-                          outer_gap=math.inf, inner_rtol=self.inner_rtol)
+                          outer_gap=math.inf, inner_rtol=self.inner_rtol, groups=groups)
         return self.State(w=x0, fun=ev.fun, fun_best=ev.fun, lower_bound=m.dual_value,
                           a_bar=m.a_bar, b_bar=m.b_bar, alpha=0.0, gamma=math.inf, retune=True,
                           beta0=m.alpha, beta=None, K=K, bundle=bundle, master=QPSimplex(),
                           n_planes=bundle.n, n_tunes=0)
+
+    def _evaluate(self, problem, w):
+        """One oracle call; with ``n_models > 1`` also the partial risks of the groups."""
+        if self.n_models == 1:
+            return problem.evaluate(w), None
+        ev, values, subgradients = problem.evaluate_groups(w, self.n_models)
+        return ev, (values, subgradients)
 
     def _prox(self, problem, s, alpha, warm):
         return _prox_master(s.bundle, s.master, problem.lam, 2.0 * alpha, s.w, warm, None)
@@ -229,15 +236,17 @@ class ProxBMRM(ProximalBundle):
             warm = beta if beta is not None and beta.size == s.bundle.n else None
             sol, w_new = self._prox(problem, s, alpha, warm)             # l. 3
             beta = sol.alpha
-        ev = problem.evaluate(w_new)
+        ev, groups = self._evaluate(problem, w_new)
         fun_best = min(s.fun_best, ev.fun)
-        # add the plane and re-solve the alpha = 0 master: the certificate (l. 10)
+        # add the plane(s) and re-solve the alpha = 0 master: the certificate (l. 10)
         n_before = s.bundle.n
         m = add_and_solve(problem, s.bundle, s.beta0, ev, s.master,
                           outer_gap=fun_best - s.lower_bound, inner_rtol=self.inner_rtol,
-                          remove_inactive=self.remove_inactive, max_planes=self.max_planes)
+                          remove_inactive=self.remove_inactive, max_planes=self.max_planes,
+                          groups=groups)
         if beta is not None and beta.size != s.bundle.n:
-            beta = np.append(beta, 0.0) if beta.size == n_before and s.bundle.n == n_before + 1 else None
+            added = s.bundle.n - n_before
+            beta = np.append(beta, np.zeros(added)) if beta.size == n_before and added > 0 else None
         gamma = s.gamma
         if tuned:                                                        # eq. (11)
             eps = self.rtol
