@@ -19,6 +19,33 @@ def small_binary(m=80, d=6, seed=0, sparse=False, unit_rows=False):
     return (sp.csr_matrix(X) if sparse else X), y
 
 
+def small_multiclass(m=90, d=5, k=3, seed=0):
+    """A small multiclass problem, labels 0..k-1 (every class present)."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((m, d))
+    W = rng.standard_normal((d, k))
+    y = np.argmax(X @ W + 0.5 * rng.standard_normal((m, k)), axis=1)
+    y[:k] = np.arange(k)
+    return X, y
+
+
+def cvxpy_multiclass_hinge(X, y, k, reg, lam):
+    """Crammer-Singer: mean_i max_j (f_ij - f_iy + [j != y_i]) + lam Omega(vec W)."""
+    import cvxpy as cp
+
+    X = X.toarray() if sp.issparse(X) else X
+    m, d = X.shape
+    W = cp.Variable((d, k))
+    onehot = np.eye(k)[y]
+    scores = X @ W
+    loss = cp.sum(cp.max(scores + 1 - onehot, axis=1) - cp.sum(cp.multiply(onehot, scores), axis=1)) / m
+    omega, cons = cvx_regularizer(reg, cp.vec(W, order="C"))
+    prob = cp.Problem(cp.Minimize(lam * omega + loss), cons)
+    prob.solve(solver=cp.CLARABEL)
+    assert prob.status in ("optimal", "optimal_inaccurate"), prob.status
+    return float(prob.value)
+
+
 def cvx_regularizer(reg, w):
     import cvxpy as cp
 

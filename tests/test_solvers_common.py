@@ -9,10 +9,10 @@ import pytest
 
 import nsopt
 from nsopt import regularizers as R
-from nsopt.losses import Hinge, Logistic, SquaredHinge
+from nsopt.losses import Hinge, Logistic, MulticlassHinge, SquaredHinge
 from nsopt.solvers import SOLVERS, ProblemNotSupported
 
-from cvxref import cvxpy_optimum, small_binary
+from cvxref import cvxpy_multiclass_hinge, cvxpy_optimum, small_binary, small_multiclass
 
 
 class Case:
@@ -24,6 +24,8 @@ class Case:
         return self.name
 
     def data(self):
+        if self.loss_cls is MulticlassHinge:
+            return small_multiclass(self.m, self.d, 3, self.seed)
         return small_binary(self.m, self.d, self.seed, sparse=self.sparse)
 
     def problem(self):
@@ -34,7 +36,10 @@ class Case:
         key = self.name
         if key not in _cache:
             X, y = self.data()
-            _cache[key] = cvxpy_optimum(X, y, self.loss_cls.__name__.lower(), self.reg, self.lam)
+            if self.loss_cls is MulticlassHinge:
+                _cache[key] = cvxpy_multiclass_hinge(X, y, 3, self.reg, self.lam)
+            else:
+                _cache[key] = cvxpy_optimum(X, y, self.loss_cls.__name__.lower(), self.reg, self.lam)
         return _cache[key]
 
 
@@ -45,6 +50,8 @@ CATALOGUE = [
     Case("squared-hinge-l2", SquaredHinge, R.L2(), 1e-2, seed=3),
     Case("hinge-l1", Hinge, R.L1(), 1e-2, seed=4),
     Case("logistic-l1", Logistic, R.L1(), 1e-2, seed=5),
+    Case("multiclass-hinge-l2", MulticlassHinge, R.L2(), 1e-2, m=90, d=5, seed=6),
+    Case("multiclass-hinge-l1", MulticlassHinge, R.L1(), 1e-2, m=90, d=5, seed=7),
 ]
 
 UNSUPPORTED: dict[tuple[str, str], str] = {}
