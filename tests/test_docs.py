@@ -153,7 +153,7 @@ def claimed_losses(name):
     text = (ROOT / name).read_text(encoding="utf-8")
     if name == "README.md":
         part = text[text.index("- **Losses**"):]
-        part = part[:part.index("Planned")]
+        part = part[:part.index("- **Regularizers**")]
     else:
         part = next(l for l in text.splitlines() if l.startswith("| losses |")).split("|")[2]
     return set(re.findall(r"`([A-Z][A-Za-z]+)`", part))
