@@ -2,6 +2,7 @@
 from ._base import ScalarLine, ScalarLoss, VectorLine, VectorLoss
 from .multivariate import (FBeta, NDCG, OrdinalRegression, PRBEP, PreferencePairs, ROCArea,
                            ndcg_at_k)
+from .structured import ChainHinge, StructuredHinge
 from .vector import MulticlassHinge, MultilabelHinge, ScaledMulticlassHinge, Softmax
 from .scalar import (EpsilonInsensitive, Exponential, Hinge, Huber, LeastAbsoluteDeviation,
                      LeastSquares, Logistic, Novelty, Poisson, Quantile, SquaredHinge)
@@ -10,4 +11,4 @@ __all__ = ["ScalarLoss", "ScalarLine", "VectorLoss", "VectorLine", "MulticlassHi
            "ScaledMulticlassHinge", "Softmax", "MultilabelHinge", "Hinge", "SquaredHinge", "Logistic", "Exponential",
            "Huber", "LeastSquares", "LeastAbsoluteDeviation", "Quantile", "EpsilonInsensitive",
            "Poisson", "Novelty", "ROCArea", "FBeta", "PRBEP", "OrdinalRegression",
-           "PreferencePairs", "NDCG", "ndcg_at_k"]
+           "PreferencePairs", "NDCG", "ndcg_at_k", "StructuredHinge", "ChainHinge"]
