@@ -3,9 +3,15 @@
 # the environment variable NSOPT_HYPOTHESIS_PROFILE, as scipy/conftest.py does.
 import os
 
-from hypothesis import settings
+# Tests check results, not speed: one thread per process keeps numba's and BLAS's thread pools
+# from fighting over the cores (pytest-xdist runs one process per core). Must precede the
+# first import of numba / numpy's BLAS to take effect.
+for _var in ("NUMBA_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
-from nsopt.testing import register_hypothesis_profiles
+from hypothesis import settings  # noqa: E402
+
+from nsopt.testing import register_hypothesis_profiles  # noqa: E402
 
 register_hypothesis_profiles()
 settings.load_profile(os.environ.get("NSOPT_HYPOTHESIS_PROFILE", "ci"))
