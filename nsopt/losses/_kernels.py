@@ -42,13 +42,14 @@ def _csc_rmatvec_py(indptr, indices, data, g, out):
         out[j] = s
 
 
-# one source, two compilations: threads pay off only on enough data (a tiny problem with
-# OpenMP threads on a busy machine can be 100x slower than the serial loop)
+# one source, two compilations. Threads pay off only on large data and an idle machine: on
+# a9a (451k nonzeros, 2 cores) they gained ~25% when idle but made BMRM 8x slower (9.6 s vs
+# 1.1 s, benchmarks/bmrm_a9a.py) with one other busy process, so the threshold is high.
 _csr_matvec = njit(cache=True, parallel=True)(_csr_matvec_py)
 _csc_rmatvec = njit(cache=True, parallel=True)(_csc_rmatvec_py)
 _csr_matvec_serial = njit(cache=True)(_csr_matvec_py)
 _csc_rmatvec_serial = njit(cache=True)(_csc_rmatvec_py)
-PARALLEL_MIN_NNZ = 200_000
+PARALLEL_MIN_NNZ = 20_000_000
 
 
 @njit(cache=True)
