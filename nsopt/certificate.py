@@ -40,7 +40,8 @@ class Certificate:
     upper, lower, gap : float
     source : str
         ``"planes"`` (the plane certifier), ``"bundle-dual"`` (a cutting-plane solver's own
-        master dual), ``"excessive-gap"`` (Nesterov's primal-dual gap) or ``"none"``.
+        master dual), ``"excessive-gap"`` (Nesterov's primal-dual gap, whose dual point also
+        gives a plane: ``a_bar = -Z^T alpha``, ``b_bar = <b, alpha>``) or ``"none"``.
     a_bar, b_bar : ndarray, float
         The aggregated plane proving ``lower`` for plane-based sources.
     """

@@ -4,12 +4,13 @@
 """
 from ._base import Option, ProblemNotSupported, Solver
 from .bmrm import BMRM
+from .excessive_gap import ExcessiveGap
 from .kbundle import KBundle
 from .ls_bmrm import LSBMRM
 from .proximal_bundle import ProxBMRM, ProximalBundle, TrustRegionBundle
 from .subbfgs import SubBFGS, SubLBFGS
 
-SOLVERS = {cls.name: cls for cls in (BMRM, LSBMRM, KBundle, ProximalBundle, SubBFGS, SubLBFGS)}
+SOLVERS = {cls.name: cls for cls in (BMRM, LSBMRM, KBundle, ProximalBundle, SubBFGS, SubLBFGS, ExcessiveGap)}
 
 
 def methods_supporting(problem) -> list[str]:
