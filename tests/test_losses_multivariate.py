@@ -29,17 +29,6 @@ from nsopt.regularizers import L2
 from nsopt.testing import check_oracle
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_numba_thread():
-    """Small matrices: a parallel launch costs more than the work (results do not depend on it)."""
-    import numba
-
-    before = numba.get_num_threads()
-    numba.set_num_threads(1)
-    yield
-    numba.set_num_threads(before)
-
-
 def _binary(m, d, seed, grid=False):
     """Data and a point; with ``grid`` the scores sit on a grid of 1/2 (ties and pair kinks)."""
     rng = np.random.default_rng(seed)

@@ -23,17 +23,6 @@ from nsopt.regularizers import L2
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_numba_thread():
-    """Small problems: a parallel launch costs more than the work on a loaded machine."""
-    import numba
-
-    before = numba.get_num_threads()
-    numba.set_num_threads(1)
-    yield
-    numba.set_num_threads(before)
-
-
 # ----------------------------------------------------------------------------------------
 # small problems and their cvxpy references
 # ----------------------------------------------------------------------------------------

@@ -41,17 +41,6 @@ DYADIC = (-2.0, -1.0, -0.5, 0.5, 1.0, 2.0)
 STEPS = (0.0, 0.25, -0.75, 1.5)  # dyadic: line points are exact, kinks are hit
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_numba_thread():
-    """Tiny matrices: a parallel launch costs more than the work (results do not depend on it)."""
-    import numba
-
-    before = numba.get_num_threads()
-    numba.set_num_threads(1)
-    yield
-    numba.set_num_threads(before)
-
-
 # --------------------------------------------------------------------------------------------
 # Brute force in score space: (value, directional derivative) of the max of affine pieces
 # --------------------------------------------------------------------------------------------

@@ -44,19 +44,6 @@ from nsopt.regularizers import L2
 DYADIC_DATA = (1.0, -1.0, 0.5, -0.5, 2.0, -2.0)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_numba_thread():
-    """Run the sparse passes on one thread: on these tiny matrices a parallel (OpenMP) launch
-    costs more than the work, up to tens of milliseconds per call on a loaded machine. The
-    results do not depend on it (each output entry is computed by one thread)."""
-    import numba
-
-    before = numba.get_num_threads()
-    numba.set_num_threads(1)
-    yield
-    numba.set_num_threads(before)
-
-
 # --- the catalogue: direct numpy formulas, affine pieces, kinks ------------------------------
 class Spec(NamedTuple):
     make: Callable            # (X, y, param, sample_weight) -> loss

@@ -33,18 +33,6 @@ HINGES = ["cs", "margin", "slack", "multilabel"]
 DYADIC_DATA = (0.0, 0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_numba_thread():
-    """Tiny matrices: a parallel launch costs more than the work (and far more on a loaded
-    machine). Results do not depend on it (each output entry is computed by one thread)."""
-    import numba
-
-    before = numba.get_num_threads()
-    numba.set_num_threads(1)
-    yield
-    numba.set_num_threads(before)
-
-
 # ----------------------------------------------------------------------------------------
 # cases
 # ----------------------------------------------------------------------------------------
