@@ -14,8 +14,9 @@ A scalar loss is :math:`R(w) = \sum_i c_i\, l(\langle x_i, w\rangle, y_i)` with 
   evaluation after the two products :math:`f = Xw`, :math:`q = Xp`; its breakpoints are where
   some :math:`f_i + \eta q_i` hits a kink of :math:`l`.
 
-A subclass gives two compiled kernels (see :mod:`nsopt.losses._kernels`), the kink positions
-and the label check; about 30 lines of element-wise math.
+A subclass gives two compiled kernels (see :mod:`nsopt.losses._kernels`) with the names of
+their extra parameters, the kink positions and the label check; about 30 lines of element-wise
+math.
 """
 from __future__ import annotations
 
@@ -44,13 +45,19 @@ class ScalarLoss(Oracle):
     lower_bound: float = 0.0
     piecewise_quadratic: bool = False
 
-    @staticmethod
-    def _value_kernel(z, y, c):  # pragma: no cover - abstract
-        raise NotImplementedError
+    #: compiled element-wise kernels (:mod:`nsopt.losses._kernels`), set by each subclass:
+    #: ``value_kernel(z, y, c, *params) -> sum_i c_i l(z_i, y_i)`` and
+    #: ``grad_kernel(z, y, c, side, out, *params)`` (writes ``c_i l'(z_i, y_i; side_i)``)
+    value_kernel = None
+    grad_kernel = None
+    #: names of the attributes passed to both kernels after their common arguments
+    kernel_params: tuple[str, ...] = ()
 
-    @staticmethod
-    def _grad_kernel(z, y, c, side, out):  # pragma: no cover - abstract
-        raise NotImplementedError
+    def _value_kernel(self, z, y, c):
+        return self.value_kernel(z, y, c, *[getattr(self, n) for n in self.kernel_params])
+
+    def _grad_kernel(self, z, y, c, side, out):
+        return self.grad_kernel(z, y, c, side, out, *[getattr(self, n) for n in self.kernel_params])
 
     def kinks(self) -> np.ndarray | None:
         """Score values ``z`` (shape (m,) or (m, k)) where ``l(., y_i)`` is not smooth, or None."""

@@ -59,8 +59,8 @@ class Hinge(ScalarLoss):
 
     binary = True
     piecewise_quadratic = True
-    _value_kernel = staticmethod(k.hinge_value)
-    _grad_kernel = staticmethod(k.hinge_grad)
+    value_kernel = staticmethod(k.hinge_value)
+    grad_kernel = staticmethod(k.hinge_grad)
 
     def kinks(self):
         return self.y.copy()  # y z = 1  <=>  z = y for y = +-1
@@ -79,8 +79,8 @@ class SquaredHinge(ScalarLoss):
 
     binary = True
     piecewise_quadratic = True
-    _value_kernel = staticmethod(k.squared_hinge_value)
-    _grad_kernel = staticmethod(k.squared_hinge_grad)
+    value_kernel = staticmethod(k.squared_hinge_value)
+    grad_kernel = staticmethod(k.squared_hinge_grad)
 
     def kinks(self):
         return self.y.copy()
@@ -96,8 +96,8 @@ class Logistic(ScalarLoss):
     """
 
     binary = True
-    _value_kernel = staticmethod(k.logistic_value)
-    _grad_kernel = staticmethod(k.logistic_grad)
+    value_kernel = staticmethod(k.logistic_value)
+    grad_kernel = staticmethod(k.logistic_grad)
 
     predict = Hinge.predict
 
@@ -150,8 +150,8 @@ class Exponential(ScalarLoss):
     """
 
     binary = True
-    _value_kernel = staticmethod(k.exponential_value)
-    _grad_kernel = staticmethod(k.exponential_grad)
+    value_kernel = staticmethod(k.exponential_value)
+    grad_kernel = staticmethod(k.exponential_grad)
 
     predict = Hinge.predict
 
@@ -195,11 +195,9 @@ class Huber(ScalarLoss):
         self.delta = check_positive(delta, "delta")
         super().__init__(X, y, sample_weight)
 
-    def _value_kernel(self, z, y, c):
-        return k.huber_value(z, y, c, self.delta)
-
-    def _grad_kernel(self, z, y, c, side, out):
-        return k.huber_grad(z, y, c, side, out, self.delta)
+    value_kernel = staticmethod(k.huber_value)
+    grad_kernel = staticmethod(k.huber_grad)
+    kernel_params = ("delta",)
 
     def kinks(self):
         return np.stack([self.y - self.delta, self.y + self.delta], axis=1)
@@ -228,8 +226,8 @@ class LeastSquares(ScalarLoss):
     """
 
     piecewise_quadratic = True
-    _value_kernel = staticmethod(k.least_squares_value)
-    _grad_kernel = staticmethod(k.least_squares_grad)
+    value_kernel = staticmethod(k.least_squares_value)
+    grad_kernel = staticmethod(k.least_squares_grad)
 
     predict = _predict_scores
 
@@ -256,8 +254,8 @@ class LeastAbsoluteDeviation(ScalarLoss):
     """
 
     piecewise_quadratic = True
-    _value_kernel = staticmethod(k.least_absolute_deviation_value)
-    _grad_kernel = staticmethod(k.least_absolute_deviation_grad)
+    value_kernel = staticmethod(k.least_absolute_deviation_value)
+    grad_kernel = staticmethod(k.least_absolute_deviation_grad)
 
     def kinks(self):
         return self.y.copy()
@@ -304,11 +302,9 @@ class Quantile(ScalarLoss):
         self.tau = tau
         super().__init__(X, y, sample_weight)
 
-    def _value_kernel(self, z, y, c):
-        return k.quantile_value(z, y, c, self.tau)
-
-    def _grad_kernel(self, z, y, c, side, out):
-        return k.quantile_grad(z, y, c, side, out, self.tau)
+    value_kernel = staticmethod(k.quantile_value)
+    grad_kernel = staticmethod(k.quantile_grad)
+    kernel_params = ("tau",)
 
     def kinks(self):
         return self.y.copy()
@@ -350,11 +346,9 @@ class EpsilonInsensitive(ScalarLoss):
         self.epsilon = check_positive(epsilon, "epsilon", strict=False)
         super().__init__(X, y, sample_weight)
 
-    def _value_kernel(self, z, y, c):
-        return k.epsilon_insensitive_value(z, y, c, self.epsilon)
-
-    def _grad_kernel(self, z, y, c, side, out):
-        return k.epsilon_insensitive_grad(z, y, c, side, out, self.epsilon)
+    value_kernel = staticmethod(k.epsilon_insensitive_value)
+    grad_kernel = staticmethod(k.epsilon_insensitive_grad)
+    kernel_params = ("epsilon",)
 
     def kinks(self):
         return np.stack([self.y - self.epsilon, self.y + self.epsilon], axis=1)
@@ -411,8 +405,8 @@ class Poisson(ScalarLoss):
         slack = (self.m + 4) * np.finfo(float).eps * float(self.c @ (self.y + np.abs(ylogy)))
         self.lower_bound = infimum - slack
 
-    _value_kernel = staticmethod(k.poisson_value)
-    _grad_kernel = staticmethod(k.poisson_grad)
+    value_kernel = staticmethod(k.poisson_value)
+    grad_kernel = staticmethod(k.poisson_grad)
 
     def predict(self, X, w):
         """The predicted mean count :math:`e^f` (``inf`` where it overflows)."""
@@ -444,8 +438,8 @@ class Novelty(ScalarLoss):
     """
 
     piecewise_quadratic = True
-    _value_kernel = staticmethod(k.novelty_value)
-    _grad_kernel = staticmethod(k.novelty_grad)
+    value_kernel = staticmethod(k.novelty_value)
+    grad_kernel = staticmethod(k.novelty_grad)
 
     def __init__(self, X, rho=1.0, sample_weight=None):
         self.rho = _check_real(rho, "rho")

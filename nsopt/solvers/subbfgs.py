@@ -506,7 +506,12 @@ class SubLBFGS(SubBFGS):
     Parameters
     ----------
     memory : int >= 1, default 15
-        Pairs kept (the paper's value; insensitive in 5-25, Sec. 8.2).
+        Pairs kept (the paper's value; insensitive in 5-25, Sec. 8.2). Not so on every
+        problem: on nearly separable data, where many hinges meet at the optimum, a short
+        memory zigzags across them. Measured on mushrooms (hinge + L2, :math:`\lambda=10^{-4}`,
+        d = 112, 8 s cap): memory 5 / 15 / 25 stalled at relative gaps 4e-2 / 2e-2 / 1e-2;
+        memory 50 and 100 certified 1e-3 after 1814 and 1379 oracle calls (dense
+        :class:`SubBFGS`: 1278). Where d is small, prefer :class:`SubBFGS`.
     initial_scaling : {"identity", "gamma"}, default "identity"
         :math:`H_0` of the two-loop recursion, which the paper leaves open: :math:`I`, as
         Algorithm 1's :math:`B_0` (then, with ``memory`` at least the number of iterations,
