@@ -300,6 +300,42 @@ def test_multiple_models_certificate_and_fewer_iterations(n_models):
     assert many.nit < one.nit
 
 
+def test_ndcg_merges_queries_into_blocks_and_runs_p_bmrm():
+    """NDCG decomposes over queries; n_groups merges consecutive queries into blocks (the
+    scalar losses' interface), so P-BMRM keeps one model per block. Its certificate must
+    bracket BMRM's tightly certified optimum."""
+    X, rel, qid = nsopt.datasets.make_ranking(12, 6, 5, random_state=4)
+    loss = nsopt.losses.NDCG(X, rel, qid, k=3)
+    w = np.linspace(-1.0, 1.0, 5)
+    natural_values, natural_A = loss.group_value_and_subgradients(w)
+    assert natural_values.shape == (loss.n_queries,)
+    values, A = loss.group_value_and_subgradients(w, 4)
+    blocks = loss.groups(4)
+    assert values.shape == (4,) and A.shape == (4, 5) and len(blocks) == 4
+    bounds = (np.arange(5) * loss.n_queries) // 4
+    for k in range(4):  # block k is the sum of its queries
+        a, b = bounds[k], bounds[k + 1]
+        assert values[k] == pytest.approx(natural_values[a:b].sum(), rel=1e-12)
+        np.testing.assert_allclose(A[k], natural_A[a:b].sum(0), rtol=1e-10, atol=1e-14)
+        np.testing.assert_array_equal(blocks[k], np.concatenate(loss.groups()[a:b]))
+    with pytest.raises(ValueError, match="1 .. 12 groups"):
+        loss.group_value_and_subgradients(w, 13)
+
+    J = nsopt.RegularizedRisk(loss, R.L2(), 1e-2)
+    ref = nsopt.minimize(J, method="bmrm", rtol=1e-7)
+    many = nsopt.minimize(J, method="proximal-bundle", n_models=4, rtol=1e-4)
+    assert many.success
+    assert many.lower_bound <= ref.fun + 1e-9 and ref.lower_bound <= many.fun + 1e-9
+    assert many.certificate.check(J) == pytest.approx(many.lower_bound, rel=1e-9)
+
+
+def test_a_loss_without_examples_to_split_says_so():
+    X, y = small_binary(60, 4, seed=5)
+    J = nsopt.RegularizedRisk(nsopt.losses.ROCArea(X, y), R.L2(), 1e-2)
+    with pytest.raises(ValueError, match="does not decompose over examples"):
+        nsopt.minimize(J, method="proximal-bundle", n_models=2)
+
+
 def test_group_evaluation_is_one_oracle_call_and_sums_to_the_risk():
     X, y = small_binary(103, 7, seed=3)
     J = nsopt.RegularizedRisk(Logistic(X, y), R.L2(), 1e-2)

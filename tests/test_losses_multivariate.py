@@ -401,7 +401,7 @@ def test_ndcg_invariant_to_row_order_and_bounds_ndcg_loss():
             perm = rng.permutation(len(rel))
             shuffled = NDCG(X[perm], rel[perm], qid[perm], k=k)
             assert shuffled.value(w) == pytest.approx(loss.value(w), rel=1e-12)
-            values, _ = loss.group_value_and_subgradient(w)
+            values, _ = loss.group_value_and_subgradients(w)
             for v, rows in zip(values * loss.n_queries, loss.groups()):
                 metric = ndcg_at_k(X[rows] @ w, rel[rows], qid[rows], k=k)
                 assert v >= 1 - metric - 1e-12

@@ -20,10 +20,12 @@ Common structure (:class:`MultivariateLoss`), the chain rule written once:
   (:func:`bisect_minimize`), the line function being piecewise linear. Losses that can list
   their line breakpoints cheaply do (``breakpoints()``), for sums of lines.
 
-``groups()`` returns the row index arrays over which the loss decomposes (the queries of
-:class:`NDCG`; one group of all rows for the others) and ``group_value_and_subgradient(w)``
-the per-group values and subgradients, which sum to the total: the pieces of a
-multiple-cutting-plane model.
+``groups(n_groups=None)`` returns the row index arrays over which the loss decomposes (the
+queries of :class:`NDCG`; one group of all rows for the others), merged into ``n_groups``
+consecutive blocks when asked, and ``group_value_and_subgradients(w, n_groups=None)`` the
+per-group values and subgradients, which sum to the total: the pieces of a
+multiple-cutting-plane model (the scalar, vector and structured losses' interface, so P-BMRM
+runs on NDCG with one model per block of queries).
 
 References
 ----------
@@ -138,9 +140,32 @@ class MultivariateLoss(Oracle):
         return ScoreLine(self, self.data.dot(w), self.data.dot(p))
 
     # --- decomposition -------------------------------------------------------------------
-    def groups(self) -> list[np.ndarray]:
+    def _natural_groups(self) -> list[np.ndarray]:
         """Row index arrays over which the loss decomposes (here: one group, all rows)."""
         return [np.arange(self.m)]
+
+    def _blocks(self, n_groups) -> np.ndarray:
+        """Boundaries merging the G natural groups into ``n_groups`` consecutive blocks,
+        ``floor(k G / P)`` as the scalar losses split examples."""
+        G = len(self._natural_groups())
+        if n_groups is None:
+            return np.arange(G + 1)
+        if not isinstance(n_groups, numbers.Integral) or isinstance(n_groups, bool):
+            raise TypeError(f"n_groups must be an integer or None, got {type(n_groups).__name__}")
+        if not 1 <= n_groups <= G:
+            what = "queries" if G > 1 else "group: it does not decompose over examples"
+            raise ValueError(f"{type(self).__name__} splits into 1 .. {G} groups ({G} {what}), "
+                             f"got n_groups={n_groups}")
+        return (np.arange(int(n_groups) + 1) * G) // int(n_groups)
+
+    def groups(self, n_groups: int | None = None) -> list[np.ndarray]:
+        """Row index arrays of the groups: the natural ones (``n_groups=None``) or ``n_groups``
+        blocks of consecutive natural groups."""
+        natural = self._natural_groups()
+        bounds = self._blocks(n_groups)
+        if n_groups is None:
+            return natural
+        return [np.concatenate(natural[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
 
     def _score_group_grad(self, f):
         """Per-group values and score gradients: ``(values (G,), g (m,))``, each row in at
@@ -148,15 +173,19 @@ class MultivariateLoss(Oracle):
         r, g = self._score_grad(f)
         return np.array([r]), g
 
-    def group_value_and_subgradient(self, w) -> tuple[np.ndarray, np.ndarray]:
-        """Per-group values ``(G,)`` and subgradients ``(G, d)``, summing to the loss's.
+    def group_value_and_subgradients(self, w, n_groups: int | None = None
+                                     ) -> tuple[np.ndarray, np.ndarray]:
+        """Per-group values ``(P,)`` and subgradients ``(P, d)``, summing to the loss's.
 
-        Group ``k`` is :meth:`groups` ``()[k]``; each piece is a convex function of ``w`` and
-        its row is a subgradient of it, so each gives its own cutting plane.
+        Group ``k`` is :meth:`groups` ``(n_groups)[k]``; each piece is a convex function of
+        ``w`` and its row is a subgradient of it, so each gives its own cutting plane.
         """
         w = self._point(w)
+        bounds = self._blocks(n_groups)
         values, g = self._score_group_grad(self.data.dot(w))
-        groups = self.groups()
+        if n_groups is not None:
+            values = np.add.reduceat(values, bounds[:-1])
+        groups = self.groups(n_groups)
         if len(groups) == 1:
             return values, self.data.rdot(g)[None, :]
         rows = np.concatenate(groups)
@@ -773,7 +802,7 @@ class NDCG(MultivariateLoss):
     (:class:`PreferencePairs` on the query's pairs) is the practical choice.
 
     Decomposition: ``groups()`` returns the row indices of each kept query;
-    ``group_value_and_subgradient`` the per-query terms :math:`l_q / Q`.
+    ``group_value_and_subgradients`` the per-query terms :math:`l_q / Q`.
     ``restrict`` is a :class:`ScoreLine`; its ``minimize`` bisects on the derivative (exact to
     rounding; two assignments per query and evaluation).
 
@@ -821,7 +850,7 @@ class NDCG(MultivariateLoss):
             )
         self.n_queries = len(self._queries)
 
-    def groups(self):
+    def _natural_groups(self):
         """Row indices of each kept query, documents by decreasing relevance."""
         return [rows.copy() for rows, *_ in self._queries]
 

@@ -100,8 +100,9 @@ class ProxBMRM(ProximalBundle):
         ``P``: one cutting-plane model per contiguous group of examples ([UF12]_ Sec. 3.3,
         P-BMRM): the model :math:`\sum_p \max_i` is finer than :math:`\max_i \sum_p` for
         the same points, the master dual is over a product of P simplices, and the memory is
-        P times larger. Needs a loss with ``group_value_and_subgradients`` (scalar and vector
-        losses); one oracle call still gives all P planes.
+        P times larger. Needs a loss with ``group_value_and_subgradients``: scalar, vector and
+        structured losses split their examples, :class:`~nsopt.losses.NDCG` its queries (P at
+        most the number of queries); one oracle call still gives all P planes.
     K : float or None
         Step bound; default ``0.01 ||w_1||``, or 0.4 when ``w_1 = 0`` (SHOGUN's rule).
     T : int, default 100

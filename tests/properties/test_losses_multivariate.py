@@ -362,7 +362,7 @@ def test_groups_sum_to_the_loss(kind, data):
     the loss's value and a subgradient of it."""
     case = data.draw(CASES[kind])
     loss = case.make(case.X)
-    values, A = loss.group_value_and_subgradient(case.w)
+    values, A = loss.group_value_and_subgradients(case.w)
     r, g = loss.value_and_subgradient(case.w)
     groups = loss.groups()
     rows = np.concatenate(groups)
