@@ -16,6 +16,10 @@ which is the dual of the cutting-plane master problem ([TVSL10]_ Thm. 2). A
 keeps its own :class:`~nsopt.bundle.PlaneBundle` (bounded by ``max_planes``) and solves the
 master dual on demand, so solvers that are not cutting-plane methods (quasi-Newton, trust
 region) report a true gap with the same code.
+
+:class:`L1DualCertifier` adds, for every solver on an L1-regularized margin loss, the bound of a
+Fenchel dual point of the best iterate made feasible by a Newton-type correction: there the
+plane bounds lag the objective by orders of magnitude (see its docstring).
 """
 from __future__ import annotations
 
@@ -23,8 +27,9 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.sparse as sp
 
-__all__ = ["Certificate", "PlaneCertifier", "CertificateError", "no_certificate"]
+__all__ = ["Certificate", "PlaneCertifier", "L1DualCertifier", "CertificateError", "no_certificate"]
 
 
 class CertificateError(AssertionError):
@@ -41,7 +46,8 @@ class Certificate:
     source : str
         ``"planes"`` (the plane certifier), ``"bundle-dual"`` (a cutting-plane solver's own
         master dual), ``"excessive-gap"`` (Nesterov's primal-dual gap, whose dual point also
-        gives a plane: ``a_bar = -Z^T alpha``, ``b_bar = <b, alpha>``) or ``"none"``.
+        gives a plane: ``a_bar = -Z^T alpha``, ``b_bar = <b, alpha>``), ``"dual-point"`` (a
+        corrected Fenchel dual point, :class:`L1DualCertifier`) or ``"none"``.
     a_bar, b_bar : ndarray, float
         The aggregated plane proving ``lower`` for plane-based sources.
     """
@@ -131,3 +137,122 @@ class PlaneCertifier:
                 a_bar, b_bar = self.bundle.combine(sol.alpha)
                 self.best = (sol.dual_value, a_bar, b_bar)
         return self.best
+
+
+class L1DualCertifier:
+    r"""Lower bounds for :math:`\lambda\|w\|_1 + R(w)` from corrected Fenchel dual points.
+
+    For a margin loss with a known conjugate (``loss.dual_upper`` set: hinge, squared hinge,
+    logistic) every dual vector :math:`t` in the domain gives the plane
+    :math:`R(v) \ge \langle a(t), v\rangle + b(t)` (:meth:`~nsopt.losses.ScalarLoss.dual_plane`),
+    and with the L1 conjugate the bound :math:`b(t)` holds when
+    :math:`\|a(t)\|_\infty \le \lambda`. The natural dual point :math:`t(w)` of a good primal
+    point violates that box badly: the gradient of the risk converges much later than the
+    objective in ill-conditioned directions, and scaling :math:`t` into the box loses nearly all
+    of the bound (measured on a9a, logistic, :math:`\lambda = 10^{-4}`: 83% below :math:`J^*`
+    when the objective is 1.4e-3 above it; the planes of the iterates: about as weak).
+
+    The correction: with :math:`V` the violated coordinates (at most ``max_columns``, the
+    largest), move :math:`t` by the least change in the metric of the risk's Hessian weights
+    :math:`D` (``loss.dual_curvature``) that puts :math:`a_V` on the box,
+
+    .. math:: \Delta t = D B (B^T D B)^{-1} e, \qquad B = \mathrm{diag}(c \circ y) X_V,\;
+              e_j = a_j - \lambda\,\mathrm{sign}(a_j),
+
+    (the dual image of a Newton step on those coordinates), clip to the domain, repeat
+    ``rounds`` times, then scale by the best :math:`\tau \le \lambda/\|a\|_\infty` (a concave
+    1-D maximisation of :math:`b(\tau t)`). Same run: 5e-3 below :math:`J^*`. Validity never
+    rests on the correction: the evidence is the plane :math:`(\tau a, b(\tau t))`, checked by
+    :meth:`Certificate.check` like any other.
+
+    Cost: one data pass for :math:`t(w)`, per round one pass and a sparse
+    :math:`|V| \times |V|` system; the solver loop calls it only while its time stays within
+    ``budget`` of the run's.
+    """
+
+    def __init__(self, problem, rounds: int = 10, max_columns: int = 500, budget: float = 0.25):
+        self.problem = problem
+        self.rounds, self.max_columns, self.budget = int(rounds), int(max_columns), float(budget)
+        self.spent = 0.0
+        self.best = (-math.inf, None, None)
+        self._last_w = None
+
+    @staticmethod
+    def applies(problem) -> bool:
+        from .problem import RegularizedRisk
+        from .regularizers import L1
+
+        return (isinstance(problem, RegularizedRisk) and type(problem.reg) is L1
+                and getattr(problem.loss, "dual_upper", None) is not None)
+
+    def due(self, elapsed: float) -> bool:
+        """Whether a call now keeps the certifier's share of the run within ``budget``."""
+        return self.spent <= self.budget * elapsed
+
+    def bound(self, w) -> tuple[float, np.ndarray | None, float | None]:
+        """Best lower bound so far with its evidence, after trying the dual point of ``w``."""
+        import time
+
+        if w is None or (self._last_w is not None and np.array_equal(w, self._last_w)):
+            return self.best
+        t0 = time.perf_counter()
+        self._last_w = np.array(w, copy=True)
+        lower, a_bar, b_bar = self._from_point(w)
+        if lower > self.best[0]:
+            self.best = (lower, a_bar, b_bar)
+        self.spent += time.perf_counter() - t0
+        return self.best
+
+    def _from_point(self, w):
+        loss, lam = self.problem.loss, self.problem.lam
+        X = loss.data.csc if loss.data.sparse else loss.data.X
+        cy = loss.c * loss.y
+        t = loss.dual_variables(w)
+        a, _ = loss.dual_plane(t)
+        for _ in range(self.rounds):
+            excess = np.abs(a) - lam
+            V = np.flatnonzero(excess > 0)
+            if V.size == 0:
+                break
+            if V.size > self.max_columns:
+                V = V[np.argsort(-excess[V])[: self.max_columns]]
+            e = a[V] - lam * np.sign(a[V])
+            D = np.maximum(loss.dual_curvature(t), 1e-12)
+            XV = X[:, V]
+            if sp.issparse(XV):
+                G = (XV.T @ XV.multiply((cy * cy * D)[:, None])).toarray()
+            else:
+                G = XV.T @ ((cy * cy * D)[:, None] * XV)
+            G = np.asarray(G)
+            eta = np.linalg.lstsq(G + 1e-12 * np.trace(G) / V.size * np.eye(V.size), e,
+                                  rcond=None)[0]
+            # a(t + dt) = a - X_V^T (c y dt) = a_V - e on V
+            t = np.clip(t + D * cy * np.asarray(XV @ eta).reshape(-1), 0.0, loss.dual_upper)
+            a, _ = loss.dual_plane(t)
+        amax = float(np.max(np.abs(a), initial=0.0))
+        top = 1.0 if amax <= lam else lam / amax * (1.0 - 1e-12)
+        tau = _golden_max(lambda s: -float(loss.c @ loss.conjugate_terms(s * t)), 0.0, top)
+        if tau * amax > lam:  # rounding: stay inside the box
+            tau = lam / amax * (1.0 - 1e-12)
+        a_bar = tau * a                                   # a is linear in t
+        b_bar = -float(loss.c @ loss.conjugate_terms(tau * t))
+        return b_bar, a_bar, b_bar
+
+
+def _golden_max(f, lo: float, hi: float, iters: int = 40) -> float:
+    """Maximiser of a concave ``f`` on ``[lo, hi]`` (golden section; the end ``hi`` is tried)."""
+    g = (math.sqrt(5.0) - 1.0) / 2.0
+    a, b = lo, hi
+    x1, x2 = b - g * (b - a), a + g * (b - a)
+    f1, f2 = f(x1), f(x2)
+    for _ in range(iters):
+        if f1 < f2:
+            a, x1, f1 = x1, x2, f2
+            x2 = a + g * (b - a)
+            f2 = f(x2)
+        else:
+            b, x2, f2 = x2, x1, f1
+            x1 = b - g * (b - a)
+            f1 = f(x1)
+    best = x1 if f1 >= f2 else x2
+    return hi if f(hi) >= max(f1, f2) else best

@@ -262,10 +262,14 @@ def test_trust_region_piecewise_quadratic_max():
 def test_trust_region_on_regularized_risk_reports_true_gap():
     X, y = small_binary(150, 10, seed=14)
     J = nsopt.RegularizedRisk(Logistic(X, y), R.L1(), 1e-2)
-    res = nsopt.minimize(J, method="proximal-bundle", variant="trust-region", rtol=1e-5)
     f_star = cvxpy_optimum(X, y, "logistic", R.L1(), 1e-2)
-    assert res.success and res.certificate.source == "planes"
-    assert res.lower_bound - 1e-8 <= f_star <= res.fun + 1e-8
+    # the shared certifiers: the plane certifier alone, then with the L1 dual-point certifier
+    for certify_dual, sources in ((False, {"planes"}), (True, {"planes", "dual-point"})):
+        res = nsopt.minimize(J, method="proximal-bundle", variant="trust-region", rtol=1e-5,
+                             certify_dual=certify_dual)
+        assert res.success and res.certificate.source in sources
+        assert res.lower_bound - 1e-8 <= f_star <= res.fun + 1e-8
+        assert res.certificate.check(J) == pytest.approx(res.lower_bound, rel=1e-9)
 
 
 # ---------------------------------------------------------------------------------- paths

@@ -135,6 +135,37 @@ class ScalarLoss(Oracle):
         self._grad_kernel(z, self.y[rows], np.full(z.size, 1.0 / z.size), np.zeros(z.size), g)
         return np.asarray(Xb.T @ g).reshape(-1)
 
+    # --- Fenchel dual (margin losses with a known conjugate) ----------------------------
+    #: For a margin loss :math:`l(z, y) = \phi(yz)` with :math:`\phi' \le 0`, the dual
+    #: variable of example i is :math:`t_i = -y_i\, l'(z_i, y_i) \in [0,` ``dual_upper`` :math:`]`
+    #: and :math:`l^*(-y t, y) =` ``conjugate_terms(t)``. None: no dual interface.
+    dual_upper: float | None = None
+
+    def conjugate_terms(self, t: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
+        """:math:`l^*(-y_i t_i, y_i)` per example, for ``t`` in the dual domain."""
+        raise NotImplementedError
+
+    def dual_curvature(self, t: np.ndarray) -> np.ndarray:
+        """Metric for moving dual variables: :math:`l''` at the score matching ``t`` (the
+        Hessian weights of the risk), 1 where the loss is piecewise linear."""
+        return np.ones_like(t)
+
+    def dual_variables(self, w: np.ndarray) -> np.ndarray:
+        """:math:`t_i = -y_i\, l'(\langle x_i, w\rangle, y_i)` (default subgradient), one
+        data pass."""
+        g = np.empty(self.m)
+        self._grad_kernel(self.data.dot(w), self.y, self.c, np.zeros(self.m), g)
+        c = np.where(self.c > 0, self.c, 1.0)
+        return np.clip(-self.y * g / c, 0.0, self.dual_upper)
+
+    def dual_plane(self, t: np.ndarray) -> tuple[np.ndarray, float]:
+        r"""The plane of the dual point ``t``: :math:`R(v) \ge \langle a, v\rangle + b` for all
+        v, with :math:`a = -X^T(c \circ y \circ t)`, :math:`b = -\sum_i c_i\, l^*(-y_i t_i,
+        y_i)`, valid for every ``t`` in the domain (Fenchel-Young, example by example). One
+        data pass."""
+        t = np.clip(t, 0.0, self.dual_upper)
+        return self.data.rdot(-self.c * self.y * t), -float(self.c @ self.conjugate_terms(t))
+
     # --- predictions --------------------------------------------------------------------
     def decision_function(self, X, w) -> np.ndarray:
         """Scores ``X w`` for new data ``X``."""

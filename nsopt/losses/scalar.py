@@ -68,6 +68,12 @@ class Hinge(ScalarLoss):
     def predict(self, X, w):
         return np.where(self.decision_function(X, w) >= 0, 1.0, -1.0)
 
+    #: :math:`\max(0, 1 - yz) = \max_{t\in[0,1]} t(1 - yz)`, so :math:`l^*(-yt) = -t`
+    dual_upper = 1.0
+
+    def conjugate_terms(self, t):
+        return -np.asarray(t, dtype=np.float64)
+
 
 class SquaredHinge(ScalarLoss):
     r"""Squared hinge :math:`l(f, y) = \tfrac12 \max(0, 1 - y f)^2` (differentiable).
@@ -87,6 +93,13 @@ class SquaredHinge(ScalarLoss):
 
     predict = Hinge.predict
 
+    #: :math:`\tfrac12\max(0, 1 - yz)^2 = \max_{t \ge 0} t(1 - yz) - t^2/2`
+    dual_upper = math.inf
+
+    def conjugate_terms(self, t):
+        t = np.asarray(t, dtype=np.float64)
+        return 0.5 * t * t - t
+
 
 class Logistic(ScalarLoss):
     r"""Logistic loss :math:`l(f, y) = \log(1 + e^{-y f})` (smooth).
@@ -105,6 +118,16 @@ class Logistic(ScalarLoss):
         """Probability of the positive class, :math:`1 / (1 + e^{-f})`."""
         f = self.decision_function(X, w)
         return 0.5 * (1.0 + np.tanh(0.5 * f))
+
+    #: :math:`\log(1 + e^{-yz}) = \max_{t\in[0,1]} -tyz + H(t)`, :math:`H` the binary entropy
+    dual_upper = 1.0
+
+    def conjugate_terms(self, t):
+        t = np.asarray(t, dtype=np.float64)
+        return xlogy(t, t) + xlogy(1.0 - t, 1.0 - t)
+
+    def dual_curvature(self, t):
+        return np.asarray(t) * (1.0 - np.asarray(t))  # l'' = sigma(z)(1 - sigma(z))
 
 
 def _predict_scores(self, X, w):
