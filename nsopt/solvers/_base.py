@@ -82,6 +82,15 @@ def in_range(name, lo, hi, lo_open=False, hi_open=False):
     return check
 
 
+def _dual_share(v):
+    """``certify_dual``: a bool, or a time share in (0, 1]."""
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    if isinstance(v, (int, float)) and 0.0 < v <= 1.0:
+        return float(v)
+    raise ValueError(f"certify_dual must be True, False or a share in (0, 1], got {v!r}")
+
+
 COMMON_OPTIONS = {
     "rtol": Option(1e-3, None, "stop when gap <= rtol * |fun|"),
     "atol": Option(0.0, None, "stop when gap <= atol"),
@@ -92,9 +101,10 @@ COMMON_OPTIONS = {
                             "solve the certifier's master dual every this many iterations"),
     "certify_planes": Option(100, positive_int("certify_planes", 2),
                              "planes kept by the plane certifier"),
-    "certify_dual": Option(True, bool,
+    "certify_dual": Option(True, _dual_share,
                            "on L1 + margin losses, also bound by corrected Fenchel dual points "
-                           "(L1DualCertifier; at most a quarter of the run time)"),
+                           "(L1DualCertifier): True (at most a quarter of the run time), False, "
+                           "or the largest share of the run time in (0, 1]; 1 = every iteration"),
 }
 
 
@@ -212,8 +222,9 @@ class Solver:
 
     def _dual_certifier(self, problem):
         """The L1 dual-point certifier where it applies (any solver: it adds to their bound)."""
-        if self.config["certify_dual"] and L1DualCertifier.applies(problem):
-            return L1DualCertifier(problem)
+        share = self.config["certify_dual"]
+        if share is not False and L1DualCertifier.applies(problem):
+            return L1DualCertifier(problem, budget=0.25 if share is True else share)
         return None
 
     def run(self, problem, x0=None, callback=None) -> Iterator[tuple[Any, Any, Status | None]]:
@@ -246,6 +257,7 @@ class Solver:
                     lower, evidence = cb, (ca, cbb)
             if dual is not None and (status is not None or dual.due(time.perf_counter() - t0)):
                 db, da, dbb = dual.bound(best.w)
+                dual.feedback(db > lower)
                 if db > lower:
                     lower, evidence = db, (da, dbb)
             fun = best.fun
