@@ -1,0 +1,43 @@
+"""The benchmark scripts still run (slow: real data; tiny settings, nothing timed or compared).
+
+They are measurement tools, not tests; this only keeps them from rotting as the API moves.
+"""
+import sys
+from pathlib import Path
+
+import pytest
+
+import nsopt
+
+pytestmark = pytest.mark.slow
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+@pytest.fixture(autouse=True)
+def _bench_path(monkeypatch):
+    if nsopt.io.find_data_dir() is None:
+        pytest.skip("no data directory (../shared/data or NSOPT_DATA)")
+    pytest.importorskip("sklearn")
+    monkeypatch.syspath_prepend(str(BENCH))
+    yield
+    for name in ("solvers", "excessive_gap", "_common"):
+        sys.modules.pop(name, None)
+
+
+def test_solvers_script_prints_a_row_per_problem(capsys):
+    import solvers
+
+    solvers.main(["--data", "mushrooms", "--lams", "1e-2", "--max-time", "1", "--no-cvxpy",
+                  "--problems", "hinge-l2", "logistic-l1", "--methods", "bmrm", "sublbfgs", "owlqn"])
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.lstrip().startswith("mushrooms")]
+    assert [r.split()[1] for r in rows] == ["hinge-l2", "logistic-l1"]
+    assert "n/a" in rows[0]  # the OWL-QN column applies to L1 only
+
+
+def test_excessive_gap_script_prints_every_method(capsys):
+    import excessive_gap
+
+    excessive_gap.main(["--data", "mushrooms", "--max-time", "0.5"])
+    out = capsys.readouterr().out
+    assert all(m in out for m in excessive_gap.METHODS)
