@@ -44,7 +44,7 @@ def _csc_rmatvec_py(indptr, indices, data, g, out):
 
 # one source, two compilations. Threads pay off only on large data and an idle machine: on
 # a9a (451k nonzeros, 2 cores) they gained ~25% when idle but made BMRM 8x slower (9.6 s vs
-# 1.1 s, benchmarks/bmrm_a9a.py) with one other busy process, so the threshold is high.
+# 1.1 s, benchmarks/bmrm_liblinear.py) with one other busy process, so the threshold is high.
 _csr_matvec = njit(cache=True, parallel=True)(_csr_matvec_py)
 _csc_rmatvec = njit(cache=True, parallel=True)(_csc_rmatvec_py)
 PARALLEL_MIN_NNZ = 20_000_000

@@ -5,7 +5,7 @@ iteration over one raw data pass, share of time in the master QP); the reference
 from BMRM at rtol 1e-8; the time liblinear (LinearSVC, dual CD, C = 1/(m lam)) and
 cvxpy + Clarabel need to reach J <= J* (1 + 1e-3), the accuracy BMRM certified.
 
-Usage: python benchmarks/bmrm_a9a.py [--lams 1e-3 1e-4 1e-5 1e-6] [--no-cvxpy]
+Usage: python benchmarks/bmrm_liblinear.py [--lams 1e-3 1e-4 1e-5 1e-6] [--no-cvxpy]
 """
 from __future__ import annotations
 
