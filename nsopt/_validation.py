@@ -109,6 +109,17 @@ def check_binary_labels(y, m: int, name="y") -> np.ndarray:
     return y
 
 
+def check_sample_weight(sample_weight, m: int) -> np.ndarray:
+    """Example weights normalised to sum 1 (the uniform ``1/m`` when None): nonnegative, finite,
+    length ``m``, with a positive sum."""
+    if sample_weight is None:
+        return np.full(m, 1.0 / m)
+    s = check_vector(sample_weight, m, "sample_weight")
+    if (s < 0).any() or s.sum() <= 0:
+        raise ValueError("sample_weight must be nonnegative with a positive sum")
+    return s / s.sum()
+
+
 def check_positive(value, name: str, *, strict=True, hint: str = "") -> float:
     if not isinstance(value, numbers.Real) or isinstance(value, bool):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}")

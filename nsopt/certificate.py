@@ -238,7 +238,7 @@ class L1DualCertifier:
             a, _ = loss.dual_plane(t)
         amax = float(np.max(np.abs(a), initial=0.0))
         top = 1.0 if amax <= lam else lam / amax * (1.0 - 1e-12)
-        tau = _golden_max(lambda s: -float(loss.c @ loss.conjugate_terms(s * t)), 0.0, top)
+        tau = _argmax_concave(lambda s: -float(loss.c @ loss.conjugate_terms(s * t)), top)
         if tau * amax > lam:  # rounding: stay inside the box
             tau = lam / amax * (1.0 - 1e-12)
         a_bar = tau * a                                   # a is linear in t
@@ -246,20 +246,11 @@ class L1DualCertifier:
         return b_bar, a_bar, b_bar
 
 
-def _golden_max(f, lo: float, hi: float, iters: int = 40) -> float:
-    """Maximiser of a concave ``f`` on ``[lo, hi]`` (golden section; the end ``hi`` is tried)."""
-    g = (math.sqrt(5.0) - 1.0) / 2.0
-    a, b = lo, hi
-    x1, x2 = b - g * (b - a), a + g * (b - a)
-    f1, f2 = f(x1), f(x2)
-    for _ in range(iters):
-        if f1 < f2:
-            a, x1, f1 = x1, x2, f2
-            x2 = a + g * (b - a)
-            f2 = f(x2)
-        else:
-            b, x2, f2 = x2, x1, f1
-            x1 = b - g * (b - a)
-            f1 = f(x1)
-    best = x1 if f1 >= f2 else x2
-    return hi if f(hi) >= max(f1, f2) else best
+def _argmax_concave(f, hi: float) -> float:
+    """Maximiser of a concave ``f`` on ``[0, hi]`` (scipy's bounded Brent; the end ``hi``, where
+    the maximiser often sits, is compared explicitly)."""
+    from scipy.optimize import minimize_scalar
+
+    res = minimize_scalar(lambda x: -f(x), bounds=(0.0, hi), method="bounded",
+                          options={"xatol": 1e-10 * max(hi, 1e-300)})
+    return hi if f(hi) >= -res.fun else float(res.x)

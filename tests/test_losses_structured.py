@@ -407,7 +407,7 @@ def _seqs():
     (lambda X, Y: ChainHinge([X[0], np.array([[np.nan, 1.0], [0, 0]])], Y, 3), ValueError, "NaN"),
     (lambda X, Y: ChainHinge(X, Y, 1), ValueError, "n_states must be an integer >= 2"),
     (lambda X, Y: ChainHinge([], [], 3), ValueError, "X_seqs is empty"),
-    (lambda X, Y: ChainHinge(X, Y, 3, sample_weight=[1.0]), ValueError, "2 examples but sample_weight has 1"),
+    (lambda X, Y: ChainHinge(X, Y, 3, sample_weight=[1.0]), ValueError, "sample_weight has length 1, expected 2"),
     (lambda X, Y: ChainHinge(X, Y, 3, sample_weight=[1.0, -1.0]), ValueError, "nonnegative"),
 ])
 def test_chain_bad_input(make, error, message):
@@ -446,7 +446,7 @@ def _mc(**kwargs):
     (dict(examples=[]), ValueError, "examples is empty"),
     (dict(examples=[(1, 2, 3)]), ValueError, r"examples\[0\] must be a pair \(x, y\)"),
     (dict(label_loss=lambda y, z: 1.0), ValueError, r"label_loss\(y, y\) = 1.0 .* Delta\(y, y\) = 0"),
-    (dict(sample_weight=np.ones(4)), ValueError, "5 examples but sample_weight has 4"),
+    (dict(sample_weight=np.ones(4)), ValueError, "sample_weight has length 4, expected 5"),
     (dict(tie_rtol=0.5), ValueError, "tie_rtol"),
 ])
 def test_structured_bad_construction(kwargs, error, message):

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_binary_labels, check_data, check_targets, check_vector
+from .._validation import (check_binary_labels, check_data, check_sample_weight,
+                           check_targets, check_vector)
 from ..oracle import LineFunction, Oracle
 from ._kernels import DataMatrix
 from ._kernels import dot as _dot
@@ -68,13 +69,7 @@ class ScalarLoss(Oracle):
         m, d = X.shape
         self.data = DataMatrix(X)
         self.y = check_binary_labels(y, m) if self.binary else check_targets(y, m)
-        if sample_weight is None:
-            self.c = np.full(m, 1.0 / m)
-        else:
-            s = check_vector(sample_weight, m, "sample_weight")
-            if (s < 0).any() or s.sum() <= 0:
-                raise ValueError("sample_weight must be nonnegative with a positive sum")
-            self.c = s / s.sum()
+        self.c = check_sample_weight(sample_weight, m)
         self.m, self.dim = m, d
         self.shape = (d,)
 
@@ -342,13 +337,7 @@ class VectorLoss(Oracle):
         X = check_data(X)
         m, d = X.shape
         self.data = DataMatrix(X)
-        if sample_weight is None:
-            self.c = np.full(m, 1.0 / m)
-        else:
-            s = check_vector(sample_weight, m, "sample_weight")
-            if (s < 0).any() or s.sum() <= 0:
-                raise ValueError("sample_weight must be nonnegative with a positive sum")
-            self.c = s / s.sum()
+        self.c = check_sample_weight(sample_weight, m)
         self.m, self.n_features, self.n_outputs = m, d, int(n_outputs)
         self.shape = (d, self.n_outputs)
         self.dim = d * self.n_outputs

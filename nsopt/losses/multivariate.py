@@ -144,28 +144,25 @@ class MultivariateLoss(Oracle):
         """Row index arrays over which the loss decomposes (here: one group, all rows)."""
         return [np.arange(self.m)]
 
-    def _blocks(self, n_groups) -> np.ndarray:
-        """Boundaries merging the G natural groups into ``n_groups`` consecutive blocks,
-        ``floor(k G / P)`` as the scalar losses split examples."""
-        G = len(self._natural_groups())
+    def _merge(self, natural: list, n_groups) -> tuple[list, np.ndarray | None]:
+        """The natural groups, or ``n_groups`` blocks of consecutive ones with boundaries
+        ``floor(k G / P)`` (as the scalar losses split examples): ``(groups, bounds)``."""
         if n_groups is None:
-            return np.arange(G + 1)
+            return natural, None
+        G = len(natural)
         if not isinstance(n_groups, numbers.Integral) or isinstance(n_groups, bool):
             raise TypeError(f"n_groups must be an integer or None, got {type(n_groups).__name__}")
         if not 1 <= n_groups <= G:
             what = "queries" if G > 1 else "group: it does not decompose over examples"
             raise ValueError(f"{type(self).__name__} splits into 1 .. {G} groups ({G} {what}), "
                              f"got n_groups={n_groups}")
-        return (np.arange(int(n_groups) + 1) * G) // int(n_groups)
+        bounds = (np.arange(int(n_groups) + 1) * G) // int(n_groups)
+        return [np.concatenate(natural[a:b]) for a, b in zip(bounds[:-1], bounds[1:])], bounds
 
     def groups(self, n_groups: int | None = None) -> list[np.ndarray]:
         """Row index arrays of the groups: the natural ones (``n_groups=None``) or ``n_groups``
         blocks of consecutive natural groups."""
-        natural = self._natural_groups()
-        bounds = self._blocks(n_groups)
-        if n_groups is None:
-            return natural
-        return [np.concatenate(natural[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+        return self._merge(self._natural_groups(), n_groups)[0]
 
     def _score_group_grad(self, f):
         """Per-group values and score gradients: ``(values (G,), g (m,))``, each row in at
@@ -181,11 +178,10 @@ class MultivariateLoss(Oracle):
         ``w`` and its row is a subgradient of it, so each gives its own cutting plane.
         """
         w = self._point(w)
-        bounds = self._blocks(n_groups)
+        groups, bounds = self._merge(self._natural_groups(), n_groups)
         values, g = self._score_group_grad(self.data.dot(w))
-        if n_groups is not None:
+        if bounds is not None:
             values = np.add.reduceat(values, bounds[:-1])
-        groups = self.groups(n_groups)
         if len(groups) == 1:
             return values, self.data.rdot(g)[None, :]
         rows = np.concatenate(groups)

@@ -50,7 +50,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-from .._validation import check_data, check_vector
+from .._validation import check_data, check_sample_weight, check_vector
 from ..oracle import GenericLine, Oracle
 
 __all__ = ["StructuredHinge", "ChainHinge"]
@@ -59,17 +59,6 @@ __all__ = ["StructuredHinge", "ChainHinge"]
 # ========================================================================================
 # Shared machinery: weights, groups, the generic line
 # ========================================================================================
-def _check_weights(sample_weight, m: int) -> np.ndarray:
-    if sample_weight is None:
-        return np.full(m, 1.0 / m)
-    s = check_vector(sample_weight, None, "sample_weight")
-    if s.shape[0] != m:
-        raise ValueError(f"there are {m} examples but sample_weight has {s.shape[0]} entries")
-    if (s < 0).any() or s.sum() <= 0:
-        raise ValueError("sample_weight must be nonnegative with a positive sum")
-    return s / s.sum()
-
-
 def _check_tie_rtol(tie_rtol) -> float:
     if not isinstance(tie_rtol, numbers.Real) or isinstance(tie_rtol, bool):
         raise TypeError(f"tie_rtol must be a real number, got {type(tie_rtol).__name__}")
@@ -324,7 +313,7 @@ class StructuredHinge(_GroupedRisk):
         self.examples = examples
         self.dim = int(dim)
         self.m = len(examples)
-        self.c = _check_weights(sample_weight, self.m)
+        self.c = check_sample_weight(sample_weight, self.m)
         self.tie_rtol = _check_tie_rtol(tie_rtol)
         self.shape = (self.dim,)
 
@@ -689,7 +678,7 @@ class ChainHinge(_GroupedRisk):
         ys = [_as_labels(y, x.shape[0], S, f"Y_seqs[{i}]") for i, (x, y) in enumerate(zip(xs, Y_seqs))]
         self.n_states, self.n_features = S, F
         self.m = len(xs)
-        self.c = _check_weights(sample_weight, self.m)
+        self.c = check_sample_weight(sample_weight, self.m)
         self.tie_rtol = _check_tie_rtol(tie_rtol)
         lengths = np.array([x.shape[0] for x in xs], dtype=np.int64)
         self.offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
