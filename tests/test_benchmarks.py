@@ -30,7 +30,9 @@ def test_solvers_script_prints_a_row_per_problem(capsys):
 
     solvers.main(["--data", "mushrooms", "--lams", "1e-2", "--max-time", "1", "--no-cvxpy",
                   "--problems", "hinge-l2", "logistic-l1", "--methods", "bmrm", "sublbfgs", "owlqn"])
-    rows = [line for line in capsys.readouterr().out.splitlines() if line.lstrip().startswith("mushrooms")]
+    out = capsys.readouterr().out
+    assert "mushrooms: one raw data pass" in out
+    rows = [line for line in out.splitlines() if line.split()[:1] == ["mushrooms"]]
     assert [r.split()[1] for r in rows] == ["hinge-l2", "logistic-l1"]
     assert "n/a" in rows[0]  # the OWL-QN column applies to L1 only
 
