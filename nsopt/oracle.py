@@ -245,10 +245,17 @@ def bisect_minimize(line: LineFunction, lo: float = 0.0, hi: float = math.inf,
             if step > 1e300:
                 return math.inf
             b = lo + step
+    return _bisect_floats(lambda eta: line.derivative(eta, 1), a, b)
+
+
+def _bisect_floats(derivative, a: float, b: float) -> float:
+    """The smallest float ``eta`` in ``(a, b]`` with ``derivative(eta) >= 0``, given a
+    nondecreasing ``derivative`` with ``derivative(a) < 0``: bisection on the integers that order
+    the floats, so at most 64 halvings, whatever the width or position of the bracket."""
     ka, kb = _float_key(a), _float_key(b)
     while kb - ka > 1:
         km = (ka + kb) // 2
-        if line.derivative(_key_float(km), 1) >= 0:
+        if derivative(_key_float(km)) >= 0:
             kb = km
         else:
             ka = km
@@ -286,9 +293,14 @@ def _minimize_piecewise(line: LineFunction, bps: np.ndarray, lo: float, hi: floa
             if step > 1e300:
                 return math.inf  # phi decreases without bound along the ray
     d = lambda eta: line.derivative(eta, 1)
-    scale = max(1.0, abs(left), abs(right))
-    # absolute xtol tiny: the relative rtol governs (a bracket far wider than the root is common)
-    return float(brentq(d, left, right, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=500))
+    # Absolute xtol tiny: the relative rtol governs (a bracket far wider than the root is
+    # common). Near 0 the relative test can need more than ``maxiter`` halvings (a root at
+    # 1e-20 in [0, 1e-16]); then bisection on the float order finishes in <= 64 steps.
+    root, info = brentq(d, left, right, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=200,
+                        full_output=True, disp=False)
+    if info.converged:
+        return float(root)
+    return _bisect_floats(d, float(left), float(right))
 
 
 class GenericLine(LineFunction):
