@@ -153,8 +153,10 @@ def wolfe_line_search(line: LineFunction, f0: float, slope0: float, c1: float = 
     max_iter : int
         Trial steps at most.
     eta_max : float
-        When a step this large still satisfies sufficient decrease but not curvature, the ray
-        is declared unbounded: ``eta = inf``, ``value = -inf``, ``success = False``.
+        When a step this large still satisfies sufficient decrease but not curvature and the
+        value fell by more than ``max(1, |f0|)``, the ray is declared unbounded: ``eta = inf``,
+        ``value = -inf``, ``success = False`` (with less decrease: that step, ``success =
+        False``).
 
     Returns
     -------
@@ -196,7 +198,12 @@ def wolfe_line_search(line: LineFunction, f0: float, slope0: float, c1: float = 
             lo, f_lo, d_lo = eta, f, d
         if math.isinf(hi):
             if lo >= eta_max:
-                return LineSearchResult(math.inf, -math.inf, n, False)
+                # decreasing all the way to eta_max is evidence of an unbounded ray only if the
+                # decrease is real: a promised decrease c1 eta slope0 below the rounding of f0
+                # "holds" with f == f0 (a flat line at a minimiser, seen on a quadratic)
+                if f_lo < f0 - max(1.0, abs(f0)):
+                    return LineSearchResult(math.inf, -math.inf, n, False)
+                return LineSearchResult(lo, f_lo, n, False)
             eta = min(4.0 * lo, eta_max)
         else:
             if hi - lo <= 4 * 2.2e-16 * hi:          # bracket below rounding: give up

@@ -39,7 +39,35 @@ __all__ = [
     "CountingOracle",
     "Evaluation",
     "GenericLine",
+    "NonConvexError",
+    "OracleNumericalError",
 ]
+
+
+class NonConvexError(ValueError):
+    """Observed values contradict convexity (or a stated lower bound) beyond rounding.
+
+    Attributes
+    ----------
+    evidence : dict
+        The points and values that prove it: for a plane, ``w1, f1, g1`` (the plane
+        ``f(v) >= f1 + <g1, v - w1>``) and ``w2, f2`` (a value below it); for a directional
+        derivative, ``w, p, sup`` and ``g`` with ``<g, p> > sup``; for a lower bound, ``w, f``
+        and ``lower_bound``.
+    """
+
+    def __init__(self, message: str, evidence: dict):
+        super().__init__(message)
+        self.evidence = evidence
+
+
+class OracleNumericalError(FloatingPointError):
+    """The oracle returned NaN, -inf, +inf where the function is finite everywhere, or a
+    non-finite subgradient. ``point`` is where, ``what`` says which answer."""
+
+    def __init__(self, message: str, point: np.ndarray, what: str):
+        super().__init__(message)
+        self.point, self.what = point, what
 
 
 class Evaluation(NamedTuple):
@@ -69,6 +97,9 @@ class Oracle:
 
     dim: int | None = None
     lower_bound: float = -math.inf
+    #: False when ``value`` may be ``+inf`` (outside a domain, e.g. the entropies); when True a
+    #: ``+inf`` value is reported as a numerical error by the solvers
+    finite: bool = True
 
     # --- public API: argument checks, then the private implementation -------------------
     def value(self, w) -> float:
@@ -468,6 +499,7 @@ class Sum(Oracle):
         self.terms = flat
         self.dim = _common_dim(flat)
         self.lower_bound = float(sum(t.lower_bound for t in flat))
+        self.finite = all(t.finite for t in flat)
 
     def _value(self, w):
         return sum(t._value(w) for t in self.terms)
@@ -501,6 +533,7 @@ class Scaled(Oracle):
         self.f, self.c = f, float(c)
         self.dim = f.dim
         self.lower_bound = self.c * f.lower_bound if self.c > 0 else 0.0
+        self.finite = f.finite or self.c == 0
 
     def _value(self, w):
         return self.c * self.f._value(w)
@@ -533,6 +566,7 @@ class Composed(Oracle):
         self.b = np.zeros(n) if b is None else check_vector(b, n, "b")
         self.dim = d
         self.lower_bound = f.lower_bound
+        self.finite = f.finite
 
     def _image(self, w):
         return np.asarray(self.A @ w).reshape(-1) + self.b
@@ -570,6 +604,7 @@ class Max(Oracle):
         self.pieces = pieces
         self.dim = _common_dim(pieces)
         self.lower_bound = max(p.lower_bound for p in pieces)
+        self.finite = all(p.finite for p in pieces)
 
     def _values(self, w):
         return np.array([f._value(w) for f in self.pieces])
@@ -598,8 +633,15 @@ class Max(Oracle):
 # ----------------------------------------------------------------------------------------
 # Counting and caching, seen by solvers
 # ----------------------------------------------------------------------------------------
+def _rounding(*terms: float) -> float:
+    """Rounding allowance of a comparison between sums of these magnitudes (plus an absolute
+    floor for values that are exactly 0)."""
+    return 1e-9 * max(max(abs(t) for t in terms), 1e-300) + 1e-300
+
+
 class CountingOracle(Oracle):
-    """Wrap an oracle for a solver run: count calls, cache the last point, notify listeners.
+    r"""Wrap an oracle for a solver run: count calls, cache the last point, notify listeners,
+    and check every answer.
 
     ``nfev`` counts calls that reach the wrapped oracle (value, value-and-subgradient and
     sup-subgradient evaluations; a repeated point is served from the cache and not counted).
@@ -607,22 +649,75 @@ class CountingOracle(Oracle):
 
     Every full evaluation is passed to the ``listeners`` (callables taking an
     :class:`Evaluation`); the plane certifier is one.
+
+    Checks (a solver never sees a bad answer silently):
+
+    * NaN, ``-inf``, a non-finite subgradient, or ``+inf`` from an oracle with ``finite = True``
+      raise :class:`OracleNumericalError` (from full evaluations, values, sup-subgradients and
+      line evaluations alike);
+    * with ``check_convexity`` (default), each new evaluation is compared with the plane of the
+      previous one, :math:`f(w_2) \ge f(w_1) + \langle g_1, w_2 - w_1\rangle`, a
+      ``sup_subgradient`` at the last evaluated point with its subgradient,
+      :math:`f'(w; p) \ge \langle g, p\rangle`, and every value with the oracle's stated
+      ``lower_bound``; a violation beyond rounding raises :class:`NonConvexError` with the
+      points and values. Rounding is judged as :math:`10^{-9}` of the magnitudes that enter
+      the comparison, including the largest value and subgradient norm seen so far (an
+      oracle computes its slopes as sums of terms of that size, which cancel near a
+      minimiser). O(d) per call.
     """
 
-    def __init__(self, oracle: Oracle):
+    def __init__(self, oracle: Oracle, check_convexity: bool = True):
         self.oracle = oracle
         self.dim = oracle.dim
         self.lower_bound = oracle.lower_bound
+        self.finite = oracle.finite
+        self.check_convexity = bool(check_convexity)
         self.nfev = 0
         self.listeners: list[Callable[[Evaluation], None]] = []
         self._last: Evaluation | None = None
         self._last_value: tuple[np.ndarray, float] | None = None
+        self._fmax = 0.0   # largest |value| seen
+        self._gmax = 0.0   # largest subgradient norm seen
 
     def __getattr__(self, name):  # expose the problem's parts (loss, reg, lam, ...)
         if name == "oracle":
             raise AttributeError(name)
         return getattr(self.oracle, name)
 
+    # --- checks -------------------------------------------------------------------------
+    def _check_value(self, f, w, what="value") -> float:
+        f = float(f)
+        if math.isnan(f) or f == -math.inf or (f == math.inf and self.finite):
+            raise OracleNumericalError(
+                f"the oracle's {what} is {f} at a point with |w|_inf = "
+                f"{float(np.max(np.abs(w), initial=0.0)):.3g}", np.array(w, copy=True), what)
+        if self.check_convexity and f < self.lower_bound - _rounding(f, self.lower_bound, self._fmax):
+            raise NonConvexError(
+                f"the oracle's {what} {f!r} is below its stated lower_bound {self.lower_bound!r}",
+                {"w": np.array(w, copy=True), "f": f, "lower_bound": self.lower_bound})
+        return f
+
+    def _check_vector(self, g, w, what="subgradient") -> None:
+        if not np.isfinite(np.sum(g)) and not np.isfinite(g).all():
+            raise OracleNumericalError(
+                f"the oracle's {what} has non-finite entries (first at index "
+                f"{int(np.flatnonzero(~np.isfinite(g))[0])})", np.array(w, copy=True), what)
+
+    def _check_plane(self, old: Evaluation, new: Evaluation) -> None:
+        """``f(w_new) >= f(w_old) + <g_old, w_new - w_old>`` (the old plane at the new point)."""
+        if not (math.isfinite(old.fun) and math.isfinite(new.fun)):
+            return
+        step = new.w - old.w
+        terms = old.subgradient * step
+        plane = old.fun + float(np.sum(terms))
+        if new.fun < plane - _rounding(new.fun, old.fun, self._fmax, float(np.sum(np.abs(terms))),
+                                       self._gmax * float(np.linalg.norm(step))):
+            raise NonConvexError(
+                f"f(w2) = {new.fun!r} lies below the plane of w1, f(w1) + <g1, w2 - w1> = "
+                f"{plane!r}: the function is not convex or g1 is not a subgradient",
+                {"w1": old.w, "f1": old.fun, "g1": old.subgradient, "w2": new.w, "f2": new.fun})
+
+    # --- calls --------------------------------------------------------------------------
     def evaluate(self, w: np.ndarray) -> Evaluation:
         last = self._last
         if last is not None and (last.w is w or np.array_equal(last.w, w)):
@@ -632,10 +727,20 @@ class CountingOracle(Oracle):
         ev = self.oracle._evaluate(w)
         if not isinstance(ev, Evaluation):
             ev = Evaluation(w, *ev)
+        self._accept(ev)
+        return ev
+
+    def _accept(self, ev: Evaluation) -> None:
+        self._check_value(ev.fun, ev.w)
+        self._check_vector(ev.subgradient, ev.w)
+        if math.isfinite(ev.fun):
+            self._fmax = max(self._fmax, abs(ev.fun))
+        self._gmax = max(self._gmax, float(np.linalg.norm(ev.subgradient)))
+        if self.check_convexity and self._last is not None and math.isfinite(ev.fun):
+            self._check_plane(self._last, ev)
         self._last = ev
         for listener in self.listeners:
             listener(ev)
-        return ev
 
     def evaluate_groups(self, w: np.ndarray, n_groups: int):
         """Like :meth:`evaluate`, with the loss split into ``n_groups`` parts (one oracle call);
@@ -643,9 +748,7 @@ class CountingOracle(Oracle):
         w = np.array(w, dtype=np.float64)
         self.nfev += 1
         ev, values, subgradients = self.oracle._evaluate_groups(w, n_groups)
-        self._last = ev
-        for listener in self.listeners:
-            listener(ev)
+        self._accept(ev)
         return ev, values, subgradients
 
     def _value_and_subgradient(self, w):
@@ -660,16 +763,68 @@ class CountingOracle(Oracle):
         if cached is not None and np.array_equal(cached[0], w):
             return cached[1]
         self.nfev += 1
-        f = self.oracle._value(w)
+        f = self._check_value(self.oracle._value(w), w)
         self._last_value = (np.array(w, dtype=np.float64), f)
         return f
 
     def _sup_subgradient(self, w, p):
         self.nfev += 1
-        return self.oracle._sup_subgradient(w, p)
+        s, g = self.oracle._sup_subgradient(w, p)
+        s = self._check_value(s, w, "directional derivative") if not math.isfinite(s) else float(s)
+        self._check_vector(g, w, "sup-subgradient")
+        last = self._last
+        if self.check_convexity and last is not None and np.array_equal(last.w, w):
+            terms = last.subgradient * p
+            lin = float(np.sum(terms))
+            if lin > s + _rounding(s, float(np.sum(np.abs(terms))),
+                                   self._gmax * float(np.linalg.norm(p))):
+                raise NonConvexError(
+                    f"the directional derivative f'(w; p) = {s!r} is below <g, p> = {lin!r} for "
+                    "the subgradient g the oracle returned at w: g is not a subgradient or the "
+                    "sup is wrong (or the function is not convex)",
+                    {"w": last.w, "p": np.array(p, copy=True), "sup": s, "g": last.subgradient})
+        return s, g
 
     def _restrict(self, w, p):
-        return self.oracle._restrict(w, p)
+        return _GuardedLine(self.oracle._restrict(w, p), self, w, p)
 
     def _evaluate(self, w):
         return self.evaluate(w)
+
+
+class _GuardedLine(LineFunction):
+    """A line of a :class:`CountingOracle`: values and derivatives are checked for NaN/inf
+    like the oracle's own answers (a line search must never swallow them)."""
+
+    def __init__(self, line: LineFunction, owner: CountingOracle, w, p):
+        self.line, self.owner, self.w, self.p = line, owner, w, p
+        self.cheap_derivative = line.cheap_derivative
+
+    def _point(self, eta):
+        return self.w + eta * self.p if math.isfinite(eta) else self.w
+
+    def value(self, eta):
+        f = self.line.value(eta)
+        if not math.isfinite(f):
+            self.owner._check_value(f, self._point(eta), "line value")
+        return f
+
+    def derivative(self, eta, side=1):
+        d = self.line.derivative(eta, side)
+        if math.isnan(d):
+            raise OracleNumericalError(f"the line derivative at eta = {eta!r} is NaN",
+                                       self._point(eta), "line derivative")
+        return d
+
+    def breakpoints(self):
+        return self.line.breakpoints()
+
+    def minimize(self, lo=0.0, hi=math.inf):
+        if type(self.line).minimize is LineFunction.minimize:
+            return LineFunction.minimize(self, lo, hi)
+        return self.line.minimize(lo, hi)
+
+    def __getattr__(self, name):  # line-specific extras (margins, ...)
+        if name == "line":
+            raise AttributeError(name)
+        return getattr(self.line, name)

@@ -53,6 +53,7 @@ class RegularizedRisk(Oracle):
         self.dim = loss.dim
         floor = loss.lower_bound + self.lam * reg.lower_bound
         self.lower_bound = floor if math.isfinite(floor) else -math.inf
+        self.finite = bool(loss.finite and reg.finite)
 
     def __repr__(self):
         return f"RegularizedRisk({self.loss!r}, {self.reg!r}, lam={self.lam:g})"

@@ -710,6 +710,8 @@ class _Entropy(Regularizer):
     :math:`\Omega(w) = \sum_i w_i \log w_i - \langle w, \log \pi\rangle`, on the nonnegative
     orthant or (``_simplex``) on the probability simplex; ``+inf`` outside."""
 
+    finite = False  # +inf outside the domain
+
     inner = "smooth"
     _simplex: bool = False
     _log_prior: np.ndarray | float = 0.0

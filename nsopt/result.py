@@ -14,16 +14,27 @@ __all__ = ["Status", "Result", "History"]
 
 
 class Status(enum.Enum):
-    """Why a solver stopped. Messages live in one table, ``Status.message``."""
+    """Why a solver stopped, and what that proves. Messages live in one table,
+    ``Status.message``; ``docs/solvers.md`` has the table of what each status proves and which
+    solvers can return it.
+
+    One rule decides success: ``success`` is True exactly when the status is ``converged``, and
+    ``converged`` is returned exactly when a proven gap ``fun - lower_bound <= max(atol, rtol *
+    |fun|)`` holds. Every other status leaves the certificate valid (``lower_bound <= J*``) but
+    proves no more than its gap.
+    """
 
     CONVERGED = "converged"
+    STATIONARY = "stationary"
     MAX_ITER = "max_iter"
     MAX_TIME = "max_time"
     CALLBACK = "callback"
     INTERRUPTED = "interrupted"
     NUMERICAL_ERROR = "numerical_error"
-    STALLED = "stalled"
+    NONCONVEX = "nonconvex"
     UNBOUNDED = "unbounded"
+    #: the name of ``STATIONARY`` before nsopt 0.2
+    STALLED = "stationary"
 
     @property
     def message(self) -> str:
@@ -35,16 +46,26 @@ class Status(enum.Enum):
 
 
 _MESSAGES = {
-    Status.CONVERGED: "Converged: gap <= max(atol, rtol * |fun|), or stationary where no bound exists.",
+    Status.CONVERGED: "Converged: the proven gap fun - lower_bound is <= max(atol, rtol * |fun|).",
+    Status.STATIONARY: (
+        "Approximately stationary, not proven optimal: the solver cannot make progress and its "
+        "aggregate subgradient g (norm Result.subgradient_norm) and linearization error eps "
+        "(Result.linearization_error) prove f(x) - f(y) <= eps + ||g|| ||x - y|| for every y. "
+        "A bound on ||x - x*|| turns this into a gap (pass bounds or radius where the method "
+        "supports them); the reported lower_bound is still valid."),
     Status.MAX_ITER: "Stopped at the iteration limit (max_iter) before the gap reached the tolerance.",
     Status.MAX_TIME: "Stopped at the time limit (max_time) before the gap reached the tolerance.",
     Status.CALLBACK: "The callback asked to stop (returned True or raised StopIteration).",
     Status.INTERRUPTED: "Interrupted (KeyboardInterrupt); the best point so far is returned.",
-    Status.NUMERICAL_ERROR: "A non-finite value (NaN or inf) appeared; the best finite point is returned.",
-    Status.STALLED: ("The solver's own stationarity test holds but the certified gap is above the "
-                     "tolerance: the solver cannot make progress (see Result.info); the gap "
-                     "reported is still a valid bound."),
-    Status.UNBOUNDED: "The objective decreases without bound along a direction the solver found.",
+    Status.NUMERICAL_ERROR: ("The oracle returned NaN or inf (or a non-finite subgradient); "
+                             "the best finite point is returned, see Result.info['numerical_error']."),
+    Status.NONCONVEX: ("The oracle contradicts convexity: a value below one of its own cutting "
+                       "planes or lower bounds (the function is not convex, its subgradients are "
+                       "wrong, or its stated lower_bound is wrong); the two points and values "
+                       "that prove it are in Result.info['nonconvex']. No bound is claimed."),
+    Status.UNBOUNDED: ("The objective kept decreasing along a ray (by more than max(1, |f|) with "
+                       "its slope still negative at step 1e20): the problem is probably "
+                       "unbounded below. This is evidence, not a proof."),
 }
 
 
@@ -65,11 +86,13 @@ class History:
         for c in self.columns:
             self._rows[c].append(row.get(c, math.nan))
 
+    def replace_last(self, **row) -> None:
+        """Overwrite the last row (a step that ended the run changed its bound or value)."""
+        for c in self.columns:
+            self._rows[c][-1] = row.get(c, math.nan)
+
     def __len__(self) -> int:
         return len(self._rows["iteration"])
-
-    def last(self) -> dict[str, Any]:
-        return {c: v[-1] for c, v in self._rows.items()} if len(self) else {}
 
     def as_arrays(self) -> dict[str, np.ndarray]:
         return {c: np.asarray(v) for c, v in self._rows.items()}
@@ -103,6 +126,10 @@ class Result:
         The evidence behind ``lower_bound``; ``certificate.check(problem)`` recomputes it.
     info : dict
         Solver-specific diagnostics, documented by each solver.
+    subgradient_norm, linearization_error : float
+        For status ``stationary`` (NaN otherwise): the norm of an aggregate subgradient ``g`` and
+        its linearization error ``eps >= 0`` at ``x``, so ``g`` is an ``eps``-subgradient:
+        ``f(y) >= f(x) + <g, y - x> - eps`` for every ``y``.
     """
 
     x: np.ndarray
@@ -119,6 +146,8 @@ class Result:
     certificate: Certificate
     method: str = ""
     info: dict = field(default_factory=dict)
+    subgradient_norm: float = math.nan
+    linearization_error: float = math.nan
 
     def __repr__(self) -> str:
         return (

@@ -27,7 +27,9 @@ References
 """
 from __future__ import annotations
 
+import math
 import numbers
+import time
 from typing import NamedTuple
 
 import numpy as np
@@ -35,7 +37,7 @@ import numpy as np
 from .._validation import check_positive
 from ._simplex import Blocks
 
-__all__ = ["InnerSolution", "InnerSolver", "bundle_blocks"]
+__all__ = ["InnerSolution", "InnerSolver", "bundle_blocks", "past"]
 
 
 class InnerSolution(NamedTuple):
@@ -71,7 +73,7 @@ class InnerSolver:
     """Base class of the master-problem solvers: one ``solve`` signature for all.
 
     A subclass sets ``name``, ``families`` (the values of ``reg.inner`` it can handle) and
-    implements ``_solve(bundle, reg, lam, warm, tol)``, receiving checked arguments: ``lam > 0``,
+    implements ``_solve(bundle, reg, lam, warm, tol, deadline)``, receiving checked arguments: ``lam > 0``,
     a non-empty bundle whose models (``bundle.n_blocks``, ``bundle.block``; one model when the
     bundle has no ``n_blocks``) all hold a plane, ``warm`` a feasible multiplier vector of length
     ``bundle.n`` or ``None``, and ``tol`` a float or ``None``; :func:`bundle_blocks` gives the
@@ -87,7 +89,7 @@ class InnerSolver:
         """Whether this backend can solve the master problem of ``reg``."""
         return getattr(reg, "inner", None) in self.families
 
-    def solve(self, bundle, reg, lam, warm=None, tol=None) -> InnerSolution:
+    def solve(self, bundle, reg, lam, warm=None, tol=None, deadline=None) -> InnerSolution:
         """Solve the master dual over the planes of ``bundle``.
 
         Parameters
@@ -104,7 +106,12 @@ class InnerSolver:
             since. It is clipped at 0 and renormalised (per model; a model left with no weight
             starts uniform). ``None`` starts from one plane (per model).
         tol : float, optional
-            Absolute target for the master gap; ``None`` uses about ``1e-12 * (1 + |D|)``.
+            Absolute target for the master gap, ``>= 0``; ``None`` uses about
+            ``1e-12 * (1 + |D|)`` (callers pass ``None`` when their outer gap is rounding).
+        deadline : float, optional
+            A ``time.perf_counter()`` value: past it the backend returns its current (feasible)
+            multipliers, whose dual value is still a valid bound. The solver loop passes the
+            run's ``max_time`` deadline, so one master solve cannot overrun it.
 
         Returns
         -------
@@ -120,7 +127,7 @@ class InnerSolver:
         blocks = bundle_blocks(bundle)
         if tol is not None:
             tol = check_positive(tol, "tol", strict=False)
-        return self._solve(bundle, reg, lam, warm_start(warm, n, blocks), tol)
+        return self._solve(bundle, reg, lam, warm_start(warm, n, blocks), tol, deadline)
 
     def check_regularizer(self, reg) -> None:
         if not self.supports(reg):
@@ -130,7 +137,7 @@ class InnerSolver:
                 f"reg.inner in {self.families}. Use nsopt.inner.select(reg) to pick a backend."
             )
 
-    def _solve(self, bundle, reg, lam, warm, tol) -> InnerSolution:  # pragma: no cover
+    def _solve(self, bundle, reg, lam, warm, tol, deadline=None) -> InnerSolution:  # pragma: no cover
         raise NotImplementedError(f"{type(self).__name__}._solve is not implemented")
 
     def __repr__(self):
@@ -214,6 +221,11 @@ def frank_wolfe_gap(alpha: np.ndarray, grad: np.ndarray, blocks: Blocks | None =
     if blocks is not None:
         return blocks.gap(alpha, grad)
     return float(np.max(grad) - alpha @ grad)
+
+
+def past(deadline) -> bool:
+    """Whether the ``time.perf_counter()`` deadline (None: none) has passed."""
+    return deadline is not None and time.perf_counter() >= deadline
 
 
 def default_tol(tol, dual_value: float) -> float:

@@ -55,6 +55,7 @@ References
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 import scipy.sparse as sp
@@ -101,7 +102,7 @@ class LPSimplex(InnerSolver):
     def __init__(self):
         pass
 
-    def _solve(self, bundle, reg, lam, warm, tol):
+    def _solve(self, bundle, reg, lam, warm, tol, deadline=None):
         A = np.asarray(bundle.A, dtype=np.float64)
         b = np.asarray(bundle.b, dtype=np.float64)
         n, d = A.shape
@@ -116,16 +117,21 @@ class LPSimplex(InnerSolver):
         xi = sp.csr_matrix(-np.ones((n, 1))) if m == 1 else -blocks.indicator().tocsr()
         A_ub = sp.hstack([sp.csr_matrix(A), sp.csr_matrix(-A), xi], format="csr")
         bounds = [(0.0, None)] * (2 * d) + [(None, None)] * m
-        res = linprog(c, A_ub=A_ub, b_ub=-b, bounds=bounds, method="highs",
-                      options={"primal_feasibility_tolerance": 1e-10,
-                               "dual_feasibility_tolerance": 1e-10})
+        options = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
+        if deadline is not None:  # HiGHS stops at its time limit; the multipliers are repaired
+            options["time_limit"] = max(deadline - time.perf_counter(), 1e-3)
+        res = linprog(c, A_ub=A_ub, b_ub=-b, bounds=bounds, method="highs", options=options)
         if res.status == 3:  # pragma: no cover - excluded by the anchor above
             raise ValueError(_unbounded_message(lam, A, m))
-        if res.x is None or res.ineqlin is None:
-            raise RuntimeError(f"HiGHS failed on the L1 master problem: {res.message}")
-        w = res.x[:d] - res.x[d:2 * d]
-        alpha = np.maximum(-np.asarray(res.ineqlin.marginals, dtype=np.float64), 0.0)
-        alpha = blocks.normalize(alpha) if np.all(blocks.sums(alpha) > 0) else anchor
+        if res.x is None or res.ineqlin is None or res.ineqlin.marginals is None:
+            if deadline is None:
+                raise RuntimeError(f"HiGHS failed on the L1 master problem: {res.message}")
+            # stopped at the deadline without a point: the anchor is feasible, its bound valid
+            w, alpha = np.zeros(d), anchor
+        else:
+            w = res.x[:d] - res.x[d:2 * d]
+            alpha = np.maximum(-np.asarray(res.ineqlin.marginals, dtype=np.float64), 0.0)
+            alpha = blocks.normalize(alpha) if np.all(blocks.sums(alpha) > 0) else anchor
         alpha = _repair(A, alpha, anchor, target, blocks)
         a_bar = alpha @ A
         dual = float(alpha @ b) - lam * float(reg.conjugate(-a_bar / lam))

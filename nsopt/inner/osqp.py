@@ -18,6 +18,8 @@ References
 """
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -63,7 +65,7 @@ class OSQPSimplex(InnerSolver):
             raise TypeError(f"polish must be True or False, got {type(polish).__name__}")
         self.polish = bool(polish)
 
-    def _solve(self, bundle, reg, lam, warm, tol):
+    def _solve(self, bundle, reg, lam, warm, tol, deadline=None):
         try:
             import osqp
         except ImportError as exc:  # pragma: no cover - osqp is a dependency
@@ -80,6 +82,8 @@ class OSQPSimplex(InnerSolver):
         hi = np.concatenate((np.ones(m), np.full(n, np.inf)))
         solver = osqp.OSQP()
         settings = dict(verbose=False, eps_abs=self.eps, eps_rel=self.eps, max_iter=self.max_iter)
+        if deadline is not None:
+            settings["time_limit"] = max(deadline - time.perf_counter(), 1e-3)
         polish_key = "polishing" if _osqp_major(osqp) >= 1 else "polish"
         settings[polish_key] = self.polish
         solver.setup(P, -b, A, lo, hi, **settings)

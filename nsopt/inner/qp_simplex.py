@@ -69,7 +69,7 @@ import numpy as np
 from numba import njit
 from scipy.linalg import lstsq
 
-from ._base import (InnerSolution, InnerSolver, bundle_blocks, check_int_option, default_tol,
+from ._base import (InnerSolution, past, InnerSolver, bundle_blocks, check_int_option, default_tol,
                     plane_values)
 
 __all__ = ["QPSimplex"]
@@ -209,7 +209,7 @@ class QPSimplex(InnerSolver):
         self.max_iter = check_int_option(max_iter, "max_iter")
         self.polish_rounds = check_int_option(polish_rounds, "polish_rounds", low=0)
 
-    def _solve(self, bundle, reg, lam, warm, tol):
+    def _solve(self, bundle, reg, lam, warm, tol, deadline=None):
         G = bundle.G
         b = np.ascontiguousarray(bundle.b)
         n = b.size
@@ -226,7 +226,7 @@ class QPSimplex(InnerSolver):
             alpha = warm
         grad, viol, dual, target = self._measure(bundle, lam, alpha, tol, blocks)
         n_iter = polishes = 0
-        while viol > target and n_iter < self.max_iter:
+        while viol > target and n_iter < self.max_iter and not past(deadline):
             # SMO pair updates, in rounds of a few per plane of the support ...
             support = alpha > 0
             budget = _BUDGET_FACTOR * (int(np.count_nonzero(support)) + 10)

@@ -36,7 +36,7 @@ import math
 
 import numpy as np
 
-from ._base import InnerSolution, InnerSolver, bundle_blocks, check_int_option, default_tol
+from ._base import InnerSolution, InnerSolver, bundle_blocks, check_int_option, default_tol, past
 
 __all__ = ["SmoothSimplex"]
 
@@ -91,7 +91,7 @@ class SmoothSimplex(InnerSolver):
     def __init__(self, *, max_iter: int = 5000):
         self.max_iter = check_int_option(max_iter, "max_iter")
 
-    def _solve(self, bundle, reg, lam, warm, tol):
+    def _solve(self, bundle, reg, lam, warm, tol, deadline=None):
         A = np.asarray(bundle.A, dtype=np.float64)
         b = np.asarray(bundle.b, dtype=np.float64)
         n = b.size
@@ -144,7 +144,7 @@ class SmoothSimplex(InnerSolver):
             L = max(float(np.linalg.norm(gradient(z) - g) / np.linalg.norm(dz)), 1e-12)
         y, t = x, 1.0
         n_iter = 0
-        while n_iter < self.max_iter:
+        while n_iter < self.max_iter and not past(deadline):
             if gap <= max(default_tol(tol, best.value), _floor(best, b)) or not math.isfinite(gap):
                 break
             gy = gradient(y)

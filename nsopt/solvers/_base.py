@@ -16,13 +16,13 @@ from typing import Any, Callable, Iterator, NamedTuple
 
 import numpy as np
 
-from .._validation import check_tolerances, check_vector
+from .._validation import check_positive, check_vector
 from ..certificate import Certificate, L1DualCertifier, PlaneCertifier
-from ..oracle import CountingOracle, Evaluation, Oracle
+from ..oracle import CountingOracle, Evaluation, NonConvexError, Oracle, OracleNumericalError
 from ..problem import RegularizedRisk, as_problem
 from ..result import History, Result, Status
 
-__all__ = ["Solver", "Option", "ProblemNotSupported", "BestPoint"]
+__all__ = ["Solver", "Option", "ProblemNotSupported", "BestPoint", "BestBound"]
 
 
 class ProblemNotSupported(TypeError):
@@ -97,6 +97,10 @@ COMMON_OPTIONS = {
     "max_iter": Option(None, _nonneg_int_or_none("max_iter"), "iteration limit"),
     "max_time": Option(None, _positive_or_none("max_time"), "wall-clock limit in seconds"),
     "verbose": Option(False, bool, "print a progress table"),
+    "check_convexity": Option(True, bool,
+                              "compare every oracle answer with the previous plane, the "
+                              "directional derivative and the stated lower_bound; a "
+                              "contradiction stops the run with status nonconvex"),
     "certify_every": Option(1, positive_int("certify_every"),
                             "solve the certifier's master dual every this many iterations"),
     "certify_planes": Option(100, positive_int("certify_planes", 2),
@@ -118,21 +122,72 @@ def default_start(problem) -> np.ndarray:
 
 
 class BestPoint:
-    """Listener of the counting oracle that remembers the best point ever evaluated."""
+    """Listener of the counting oracle that remembers the best point ever evaluated.
+
+    ``exact`` says whether ``fun`` came from the oracle at ``w`` (a solver may offer a point it
+    valued itself, e.g. on a line, whose value can differ from the oracle's by rounding: such a
+    point is re-evaluated by :meth:`settle` before it is reported). ``scale`` is the largest
+    magnitude of a value seen: the scale of rounding in bounds built from those values.
+    """
 
     def __init__(self):
         self.w: np.ndarray | None = None
         self.fun = math.inf
-        self.nonfinite = False
+        self.exact = True
+        self.scale = 0.0
 
     def __call__(self, ev: Evaluation) -> None:
         self.offer(ev.w, ev.fun)
 
-    def offer(self, w: np.ndarray, fun: float) -> None:
+    def offer(self, w: np.ndarray, fun: float, exact: bool = True) -> None:
         if not math.isfinite(fun):
-            self.nonfinite = True
-        elif fun < self.fun:
-            self.fun, self.w = fun, w
+            return
+        self.scale = max(self.scale, abs(fun))
+        if fun < self.fun:
+            self.fun, self.w, self.exact = fun, w, exact
+
+    def settle(self, oracle) -> None:
+        """Make ``fun`` the oracle's value at ``w`` (one oracle call when it is not already)."""
+        if self.w is not None and not self.exact:
+            ev = oracle.evaluate(self.w)
+            self.w, self.fun, self.exact = ev.w, float(ev.fun), True
+
+
+class BestBound:
+    """The best proven lower bound offered so far, with its evidence and its source (the twin of
+    :class:`BestPoint`): the solver's own bound, the plane certifier's, a dual point's."""
+
+    def __init__(self):
+        self.value = -math.inf
+        self.evidence = (None, None)
+        self.source = "none"
+
+    def offer(self, value: float, evidence, source: str) -> bool:
+        """Keep ``value`` if it beats the best so far; say whether it did."""
+        if value > self.value:  # NaN never wins
+            self.value, self.evidence, self.source = float(value), evidence, source
+            return True
+        return False
+
+
+#: what a step may raise that ends the run with a status instead of an exception
+_STOPS = (KeyboardInterrupt, OracleNumericalError, NonConvexError)
+
+
+def _stop_status(exc: BaseException, info: dict) -> Status:
+    if isinstance(exc, KeyboardInterrupt):
+        return Status.INTERRUPTED
+    if isinstance(exc, OracleNumericalError):
+        info["numerical_error"] = {"message": str(exc), "what": exc.what, "point": exc.point}
+        return Status.NUMERICAL_ERROR
+    info["nonconvex"] = {"message": str(exc), **exc.evidence}
+    return Status.NONCONVEX
+
+
+def bound_rounding(fun: float, lower: float, scale: float) -> float:
+    """How far a proven lower bound may exceed the best value by rounding alone: bounds are sums
+    of plane values of magnitude up to ``scale`` (the largest value seen)."""
+    return 1e-12 * max(abs(fun), abs(lower), scale) + 1e-300
 
 
 class Solver:
@@ -165,7 +220,12 @@ class Solver:
         for key, opt in table.items():
             value = options.get(key, opt.default)
             self.config[key] = opt.check(value) if (opt.check is not None and key in options) else value
-        self.config["rtol"], self.config["atol"] = check_tolerances(self.config["rtol"], self.config["atol"])
+        cfg = self.config
+        cfg["rtol"] = check_positive(cfg["rtol"], "rtol", strict=False)
+        cfg["atol"] = check_positive(cfg["atol"], "atol", strict=False)
+        if cfg["rtol"] == 0 and cfg["atol"] == 0 and cfg["max_iter"] is None and cfg["max_time"] is None:
+            raise ValueError("rtol and atol are both 0 and neither max_iter nor max_time is set: "
+                             "the run could never stop; set a tolerance or a limit")
 
     def __getattr__(self, key):
         config = self.__dict__.get("config", {})
@@ -204,14 +264,16 @@ class Solver:
             )
 
     # --- the loop -----------------------------------------------------------------------
-    def _prepare(self, problem, x0):
+    def _prepare(self, problem, x0, callback=None):
         problem = as_problem(problem)
         self.check_problem(problem)
+        if callback is not None and not callable(callback):
+            raise TypeError(f"callback must be callable or None, got {type(callback).__name__}")
         if x0 is None:
             x0 = default_start(problem)
         else:
             x0 = check_vector(x0, problem.dim, "x0", copy=True)
-        oracle = CountingOracle(problem)
+        oracle = CountingOracle(problem, check_convexity=self.config["check_convexity"])
         best = BestPoint()
         oracle.listeners.append(best)
         certifier = None
@@ -227,104 +289,153 @@ class Solver:
             return L1DualCertifier(problem, budget=0.25 if share is True else share)
         return None
 
+    def _collect_bounds(self, state, bound, certifier, dual, best, *, due_planes, final, elapsed):
+        """Offer every available lower bound to ``bound``: the solver's own, the plane
+        certifier's, the dual point's (a KeyboardInterrupt inside propagates to the caller)."""
+        own = getattr(state, "lower_bound", -math.inf) if state is not None else -math.inf
+        if own > -math.inf:
+            bound.offer(own, (getattr(state, "a_bar", None), getattr(state, "b_bar", None)),
+                        self.certificate_source)
+        if certifier is not None and (due_planes or final):
+            cb, ca, cbb = certifier.bound()
+            bound.offer(cb, (ca, cbb), "planes")
+        if dual is not None and (final or dual.due(elapsed)):
+            db, da, dbb = dual.bound(best.w)
+            dual.feedback(bound.offer(db, (da, dbb), "dual-point"))
+
     def run(self, problem, x0=None, callback=None) -> Iterator[tuple[Any, Any, Status | None]]:
         """The loop itself, for progress displays: yields ``(state, row, None)`` after init and
         after each step, where ``row`` is the history row (iteration, time, fun, lower_bound,
         gap, nfev and the solver's columns: the certified values), then once
         ``(state, result, status)`` when the run has stopped. :meth:`solve` and
-        :meth:`iterate` are thin wrappers of it."""
-        problem, x0, oracle, best, certifier = self._prepare(problem, x0)
+        :meth:`iterate` are thin wrappers of it.
+
+        The status follows one rule (see :class:`~nsopt.result.Status`): ``converged`` exactly
+        when the proven gap is within ``max(atol, rtol * |fun|)``. A lower bound above the best
+        value by more than rounding is a contradiction (status ``nonconvex``); by rounding
+        alone it is clamped to the value (gap 0). ``fun`` is always the oracle's value at ``x``.
+        """
+        problem, x0, oracle, best, certifier = self._prepare(problem, x0, callback)
         dual = self._dual_certifier(problem)
         cfg = self.config
         history = History(self.history_fields)
         printer = _Printer() if cfg["verbose"] else None
         t0 = time.perf_counter()
-        lower, evidence = -math.inf, (None, None)
+        oracle.deadline = None if cfg["max_time"] is None else t0 + cfg["max_time"]
+        bound = BestBound()
+        info: dict = {}
         nit = 0
         status = None
+        state = None
+        stepped = True          # whether the row for ``nit`` is still to be written
         try:
             state = self.init(oracle, x0)
-        except KeyboardInterrupt:
-            state, status = None, Status.INTERRUPTED
-        while status is None or state is not None:
-            # certificate: the solver's own bound, the shared certifier's, the best so far
-            own = getattr(state, "lower_bound", -math.inf)
-            if own > lower:
-                lower, evidence = own, (getattr(state, "a_bar", None), getattr(state, "b_bar", None))
-            if certifier is not None and (nit % cfg["certify_every"] == 0 or status is not None):
-                cb, ca, cbb = certifier.bound()
-                if cb > lower:
-                    lower, evidence = cb, (ca, cbb)
-            if dual is not None and (status is not None or dual.due(time.perf_counter() - t0)):
-                db, da, dbb = dual.bound(best.w)
-                dual.feedback(db > lower)
-                if db > lower:
-                    lower, evidence = db, (da, dbb)
-            fun = best.fun
-            gap = fun - lower
-            row = dict(iteration=nit, time=time.perf_counter() - t0, fun=fun, lower_bound=lower,
-                       gap=gap, nfev=oracle.nfev)
-            for f in self.history_fields:
-                row[f] = getattr(state, f)
-            history.append(**row)
+        except _STOPS as exc:
+            status = _stop_status(exc, info)
+        while True:
+            final = status is not None
+            try:
+                self._collect_bounds(state, bound, certifier, dual, best, final=final,
+                                     due_planes=nit % cfg["certify_every"] == 0,
+                                     elapsed=time.perf_counter() - t0)
+            except KeyboardInterrupt:
+                status = status or Status.INTERRUPTED
+            fun, lower = best.fun, bound.value
+            if status is None and lower > fun + bound_rounding(fun, lower, best.scale):
+                status = Status.NONCONVEX
+                info["nonconvex"] = {
+                    "message": f"the proven lower bound {lower!r} ({bound.source}) exceeds the value "
+                               f"{fun!r} observed at x: the oracle's planes contradict its values",
+                    "w": best.w, "f": fun, "lower_bound": lower, "source": bound.source}
             if status is None:
-                if best.nonfinite or not math.isfinite(fun):
+                tol = max(cfg["atol"], cfg["rtol"] * abs(fun))
+                if max(fun - lower, 0.0) <= tol and not best.exact:
+                    try:
+                        best.settle(oracle)    # decide on the oracle's value at x, not a line's
+                    except _STOPS as exc:
+                        status = _stop_status(exc, info)
+                    fun = best.fun
+                    tol = max(cfg["atol"], cfg["rtol"] * abs(fun))
+            if status is None:
+                if not math.isfinite(fun):
                     status = Status.NUMERICAL_ERROR
+                    info.setdefault("numerical_error", {"message": "no finite value was observed"})
+                elif max(fun - lower, 0.0) <= tol:
+                    status = Status.CONVERGED
                 elif getattr(state, "unbounded", False):
                     status = Status.UNBOUNDED
-                elif gap <= max(cfg["atol"], cfg["rtol"] * abs(fun)):
-                    status = Status.CONVERGED
-                elif getattr(state, "converged", False):
-                    # stationary by the solver's own test: success only without a certificate
-                    status = Status.CONVERGED if lower == -math.inf else Status.STALLED
+                elif getattr(state, "stationary", False) or getattr(state, "converged", False):
+                    status = Status.STATIONARY
                 elif cfg["max_iter"] is not None and nit >= cfg["max_iter"]:
                     status = Status.MAX_ITER
-                elif cfg["max_time"] is not None and row["time"] >= cfg["max_time"]:
+                elif cfg["max_time"] is not None and time.perf_counter() - t0 >= cfg["max_time"]:
                     status = Status.MAX_TIME
+            if status is not None and status is not Status.NONCONVEX:
+                try:
+                    best.settle(oracle)
+                except _STOPS as exc:
+                    if status is Status.CONVERGED:
+                        status = _stop_status(exc, info)
+                fun = best.fun
+            if status is not Status.NONCONVEX:
+                lower = min(lower, fun)  # a bound above fun by rounding only: clamped, gap 0
+            row = dict(iteration=nit, time=time.perf_counter() - t0, fun=fun, lower_bound=lower,
+                       gap=fun - lower, nfev=oracle.nfev)
+            for f in self.history_fields:
+                row[f] = getattr(state, f, math.nan)
+            if state is None:
+                pass  # stopped inside init: no iteration to record
+            elif stepped:
+                history.append(**row)
+            else:
+                history.replace_last(**row)
             if printer:
                 printer(row, final=status is not None)
             if status is not None:
                 break
             yield state, row, None
             try:
-                new_state = self.step(oracle, state)
-            except KeyboardInterrupt:
-                status = Status.INTERRUPTED
-            else:
-                state = new_state
-                nit += 1
-                # a point the solver valued without an oracle call (e.g. on a line)
-                if getattr(state, "w_best", None) is not None:
-                    best.offer(state.w_best, state.fun_best)
-                if callback is not None:
-                    try:
-                        if callback(state):
-                            status = Status.CALLBACK
-                    except StopIteration:
+                state = self.step(oracle, state)
+            except _STOPS as exc:
+                status, stepped = _stop_status(exc, info), False
+                continue  # one more pass through the top: final bound and final row
+            nit += 1
+            # a point the solver valued without an oracle call (e.g. on a line)
+            if getattr(state, "w_best", None) is not None:
+                best.offer(state.w_best, state.fun_best, exact=False)
+            if callback is not None:
+                try:
+                    if callback(state):
                         status = Status.CALLBACK
-                    except KeyboardInterrupt:
-                        status = Status.INTERRUPTED
-            if status is not None:
-                # one more pass through the top of the loop: final bound and final row
-                continue
+                except StopIteration:
+                    status = Status.CALLBACK
+                except KeyboardInterrupt:
+                    status = Status.INTERRUPTED
         if printer:
             printer.finish(status)
-        source = self.certificate_source if evidence[0] is not None or lower > -math.inf else "none"
-        if certifier is not None and evidence[0] is not None and lower == certifier.best[0]:
-            source = "planes"
-        if dual is not None and evidence[0] is not None and lower == dual.best[0]:
-            source = "dual-point"
-        cert = Certificate(upper=best.fun, lower=lower, gap=best.fun - lower, source=source,
-                           a_bar=evidence[0], b_bar=evidence[1])
+        if status is Status.NONCONVEX:
+            lower, bound.evidence, bound.source = -math.inf, (None, None), "none"
+        a_bar, b_bar = bound.evidence
+        cert = Certificate(upper=best.fun, lower=lower, gap=best.fun - lower,
+                           source=bound.source if lower > -math.inf else "none",
+                           a_bar=a_bar, b_bar=b_bar)
         x = best.w if best.w is not None else x0
-        info = self.info(state) if (hasattr(self, "info") and state is not None) else {}
+        if state is not None:
+            info = {**self.info(state), **info}
+        stationary = status is Status.STATIONARY
         result = Result(
-            x=np.array(x), fun=float(best.fun), lower_bound=float(lower), gap=float(best.fun - lower),
-            nit=nit, nfev=oracle.nfev, status=status, success=status.success,
-            message=status.message, time=time.perf_counter() - t0, history=history.as_arrays(),
-            certificate=cert, method=self.name, info=info,
+            x=np.array(x), fun=float(best.fun), lower_bound=float(lower),
+            gap=float(best.fun - lower), nit=nit, nfev=oracle.nfev, status=status,
+            success=status.success, message=status.message, time=time.perf_counter() - t0,
+            history=history.as_arrays(), certificate=cert, method=self.name, info=info,
+            subgradient_norm=float(getattr(state, "subgradient_norm", math.nan)) if stationary else math.nan,
+            linearization_error=float(getattr(state, "linearization_error", math.nan)) if stationary else math.nan,
         )
         yield state, result, status
+
+    def info(self, state) -> dict:
+        """Solver-specific diagnostics for ``Result.info`` (documented by each solver)."""
+        return {}
 
     def solve(self, problem, x0=None, callback: Callable | None = None) -> Result:
         """Minimise ``problem`` from ``x0`` (zeros by default) and return a :class:`Result`.

@@ -142,9 +142,12 @@ def add_and_solve(problem, bundle: PlaneBundle, alpha: np.ndarray, ev, master, *
         n_new = len(values)
     warm = (np.append(alpha, np.zeros(n_new))
             if alpha.size == bundle.n - n_new and alpha.sum() > 0 else None)
-    tol = inner_rtol * outer_gap if (inner_rtol > 0 and math.isfinite(outer_gap)) else None
+    # a gap that rounding made <= 0 asks for a solve to rounding (tol None), never a negative tol
+    tol = (inner_rtol * outer_gap
+           if inner_rtol > 0 and math.isfinite(outer_gap) and outer_gap > 0 else None)
     t0 = time.perf_counter()
-    sol = master.solve(bundle, problem.reg, problem.lam, warm=warm, tol=tol)
+    sol = master.solve(bundle, problem.reg, problem.lam, warm=warm, tol=tol,
+                       deadline=getattr(problem, "deadline", None))
     seconds = time.perf_counter() - t0
     bundle.update_ages(sol.alpha)
     a_bar, b_bar = bundle.combine(sol.alpha)

@@ -36,7 +36,7 @@ class _ShiftedPlanes:
         return getattr(self._bundle, name)
 
 
-def _prox_master(bundle, master, lam, u, centre, warm, tol):
+def _prox_master(bundle, master, lam, u, centre, warm, tol, deadline=None):
     r"""Solve :math:`\min_w \tfrac\lambda2\|w\|^2 + \tfrac u2\|w - c\|^2 + \max_i \langle a_i,
     w\rangle + b_i` in the dual.
 
@@ -48,7 +48,7 @@ def _prox_master(bundle, master, lam, u, centre, warm, tol):
     lam2 = lam + u
     shift = (u / lam2) * centre
     view = _ShiftedPlanes(bundle, bundle.b + bundle.A @ shift)
-    sol = master.solve(view, _L2, lam2, warm=warm, tol=tol)
+    sol = master.solve(view, _L2, lam2, warm=warm, tol=tol, deadline=deadline)
     return sol, sol.w + shift
 
 
@@ -208,7 +208,8 @@ class ProxBMRM(ProximalBundle):
         return ev, (values, subgradients)
 
     def _prox(self, problem, s, alpha, warm):
-        return _prox_master(s.bundle, s.master, problem.lam, 2.0 * alpha, s.w, warm, None)
+        return _prox_master(s.bundle, s.master, problem.lam, 2.0 * alpha, s.w, warm, None,
+                            getattr(problem, "deadline", None))
 
     def step(self, problem, s):
         lam, c, K = problem.lam, s.w, s.K
@@ -304,7 +305,9 @@ class TrustRegionBundle(ProximalBundle):
     ``radius`` the inequality gives a bound; ``problem.lower_bound`` is used when finite.
     Without any of these there is no finite lower bound and the run stops on the stationarity
     test :math:`\delta = \hat\epsilon + \|\hat g\|^2/u \le \max(\text{atol}, \text{rtol}|f(\hat
-    x)|)` (status ``converged``, ``info["stationary"] = True``).
+    x)|)`, or when the next trial point is one already evaluated (no new information: the model
+    cannot improve), with status ``stationary`` (not success): ``Result.subgradient_norm`` is
+    :math:`\|\hat g\|` and ``Result.linearization_error`` is :math:`\hat\epsilon`.
 
     ``Result.info``: ``n_serious``, ``n_null``, ``eps_subgradient`` (:math:`\hat\epsilon`),
     ``aggregate_norm`` (:math:`\|\hat g\|`), ``stationary``.
@@ -319,6 +322,7 @@ class TrustRegionBundle(ProximalBundle):
 
     requires = ()
     self_certifying = False
+    certificate_source = "eps-subgradient"  # radius bound, or a flat aggregate plane
     history_fields = ("n_planes", "u", "serious")
     options = {
         "inner_rtol": PLANE_OPTIONS["inner_rtol"],
@@ -336,10 +340,10 @@ class TrustRegionBundle(ProximalBundle):
         x: np.ndarray              # the next trial point (master minimiser)
         u: float                   # proximity weight (inverse trust radius)
         delta: float               # predicted decrease at x
-        eps_subgradient: float     # linearization error of the aggregate at the centre
-        aggregate_norm: float      # ||g-hat||
+        linearization_error: float  # of the aggregate g-hat at the centre
+        subgradient_norm: float    # ||g-hat||
         lower_bound: float         # from radius / problem.lower_bound (-inf if none)
-        converged: bool            # stationarity test (used when no bound is known)
+        stationary: bool           # stationarity test (used when no bound is known)
         beta: np.ndarray
         bundle: PlaneBundle
         master: object
@@ -363,8 +367,8 @@ class TrustRegionBundle(ProximalBundle):
         gnorm = float(np.linalg.norm(ev.subgradient))
         u = max(gnorm, 1e-12) / self.step0
         s = self.State(centre=ev.w, fun_centre=ev.fun, x=ev.w, u=u, delta=math.inf,
-                       eps_subgradient=0.0, aggregate_norm=gnorm, lower_bound=-math.inf,
-                       converged=False, beta=np.ones(1), bundle=bundle, master=QPSimplex(),
+                       linearization_error=0.0, subgradient_norm=gnorm, lower_bound=-math.inf,
+                       stationary=False, beta=np.ones(1), bundle=bundle, master=QPSimplex(),
                        serious=True, n_serious=0, n_null=0, n_planes=1)
         return self._trial(problem, s, s.u, s.beta)
 
@@ -372,7 +376,8 @@ class TrustRegionBundle(ProximalBundle):
         """Solve the proximal master at the centre: the next trial point and the certificate."""
         bundle = s.bundle
         sol, x = _prox_master(bundle, s.master, 0.0, u, s.centre,
-                              warm if warm is not None and warm.size == bundle.n else None, None)
+                              warm if warm is not None and warm.size == bundle.n else None, None,
+                              getattr(problem, "deadline", None))
         beta = sol.alpha
         g_hat = beta @ bundle.A
         lin = float(beta @ (bundle.b + bundle.A @ s.centre))   # aggregate linearization at centre
@@ -382,13 +387,22 @@ class TrustRegionBundle(ProximalBundle):
         lower = problem.lower_bound
         if self.radius is not None:
             lower = max(lower, lin - float(g_hat @ s.centre) - self.radius * gnorm)
+        elif gnorm == 0.0:  # the aggregate plane is flat: f >= lin everywhere
+            lower = max(lower, lin)
         tol = max(self.atol, self.rtol * abs(s.fun_centre))
-        return s._replace(x=x, u=u, delta=delta, eps_subgradient=eps, aggregate_norm=gnorm,
-                          lower_bound=lower, converged=delta <= tol and not math.isfinite(lower),
+        return s._replace(x=x, u=u, delta=delta, linearization_error=eps, subgradient_norm=gnorm,
+                          lower_bound=lower, stationary=delta <= tol and not math.isfinite(lower),
                           beta=beta, n_planes=bundle.n)
 
     def step(self, problem, s):
+        if s.stationary:
+            return s
+        n_calls = problem.nfev
         ev = problem.evaluate(s.x)
+        if problem.nfev == n_calls:
+            # the trial point was evaluated before: its plane is in the model already, so the
+            # next master problem would be the same one (the loop that never returned)
+            return s._replace(stationary=True)
         bundle, u, beta = s.bundle, s.u, s.beta
         if self.remove_inactive is not None:
             beta = beta[bundle.drop(bundle.age >= self.remove_inactive)]
@@ -412,6 +426,7 @@ class TrustRegionBundle(ProximalBundle):
         return s
 
     def info(self, s):
-        return {"n_serious": s.n_serious, "n_null": s.n_null, "eps_subgradient": s.eps_subgradient,
-                "aggregate_norm": s.aggregate_norm, "stationary": bool(s.converged),
+        return {"n_serious": s.n_serious, "n_null": s.n_null,
+                "eps_subgradient": s.linearization_error, "aggregate_norm": s.subgradient_norm,
+                "stationary": bool(s.stationary),
                 "n_planes": s.n_planes}

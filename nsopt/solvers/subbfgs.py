@@ -149,21 +149,24 @@ class _Alg2:
         self.pg = float(self.p @ self.g_bar)                 # p^T g_bar = -g_bar^T B g_bar
         self.min_M, self.best, self.eps = math.inf, None, math.inf
         self.n_inner = 0
+        # linearization error at w of g_bar (0 while every subgradient is taken at w)
+        self.lin_err, self.e_next = 0.0, 0.0
 
-    def observe(self, slope, g):
+    def observe(self, slope, g, lin_err=0.0):
         M = slope - 0.5 * self.pg                            # M(p^(i)), eq. 89
         if M < self.min_M:
-            self.min_M, self.best = M, (self.p, slope, g, self.g_bar)
+            self.min_M, self.best = M, (self.p, slope, g, self.g_bar, self.lin_err)
         self.eps = self.min_M - 0.5 * self.pg                # l. 5 / l. 11 (eq. 79)
-        self.g_next, self.slope_next = g, slope
+        self.g_next, self.slope_next, self.e_next = g, slope, lin_err
 
-    def restart_from_best(self, slope, g):
+    def restart_from_best(self, slope, g, lin_err):
         """A null step: the best candidate met a subgradient ``g`` of a point within rounding
-        of w (``slope = g^T p``). Continue from that candidate with ``g`` as its violator."""
-        self.p, _, _, self.g_bar = self.best
+        of w (``slope = g^T p``), whose linearization error at w is ``lin_err``. Continue from
+        that candidate with ``g`` as its violator."""
+        self.p, _, _, self.g_bar, self.lin_err = self.best
         self.pg = float(self.p @ self.g_bar)
         self.min_M, self.best = math.inf, None
-        self.observe(slope, g)
+        self.observe(slope, g, lin_err)
 
     def keep_going(self, epsilon, k_max):                   # l. 6
         return ((self.slope_next > 0 or self.eps > epsilon) and self.eps > 0
@@ -180,6 +183,7 @@ class _Alg2:
             return False
         mu = min(1.0, num / den)
         self.g_bar = (1.0 - mu) * self.g_bar + mu * g
+        self.lin_err = (1.0 - mu) * self.lin_err + mu * self.e_next
         self.p = (1.0 - mu) * self.p - mu * Bg
         self.pg = float(self.p @ self.g_bar)
         self.n_inner += 1
@@ -190,7 +194,7 @@ class _Alg2:
             self.observe(*oracle.sup_subgradient(w, self.p))  # l. 10
 
     def result(self):
-        p, slope, g, g_bar = self.best                       # l. 14
+        p, slope, g, g_bar, _ = self.best                       # l. 14
         return DescentDirection(p, slope, g, g_bar, self.n_inner, self.eps, slope < 0)
 
 
@@ -211,6 +215,14 @@ def descent_direction(oracle, w, g1, store, epsilon=1e-5, k_max=100) -> DescentD
     alg.observe(*oracle.sup_subgradient(w, alg.p))             # l. 4-5
     alg.run(oracle, w, epsilon, k_max)
     return alg.result()
+
+
+class _Stuck(NamedTuple):
+    """Algorithm 2 found no descent direction: its aggregate ``g_bar`` is a
+    ``lin_err``-subgradient at w (the stationarity certificate)."""
+
+    g_bar: np.ndarray
+    lin_err: float
 
 
 class _Identity:
@@ -290,7 +302,8 @@ class SubBFGS(Solver):
     (``n_failures``) and retries Algorithm 2 with :math:`B = I` (a subgradient-descent step on
     the minimum-norm estimate); if that succeeds the step is taken and the quasi-Newton memory
     restarts (``n_restarts``); if not, :math:`w_t` is stationary to the solver's test and the
-    state says ``converged``.
+    state says ``stationary`` (status ``stationary``, with ``Result.subgradient_norm`` and
+    ``Result.linearization_error``).
 
     Kinks in floating point: an exact line search lands on a hinge, which the oracle then sees
     a rounding error away, on one side only (the losses decide kinks by exact comparison), so
@@ -337,6 +350,7 @@ class SubBFGS(Solver):
     """
 
     name = "subbfgs"
+    certificate_source = "zero-subgradient"
     requires = ("sup_subgradient",)
     certificate_source = "planes"
     history_fields = ("eta", "n_inner", "n_failures", "n_null_steps")
@@ -364,7 +378,9 @@ class SubBFGS(Solver):
         g_bar: np.ndarray | None   # aggregated subgradient of the last direction search
         eta: float                 # last step size
         lower_bound: float         # no own bound: -inf (the base attaches the certifier)
-        converged: bool            # stationary by the solver's own test (see Notes)
+        stationary: bool           # stationary by the solver's own test (see Notes)
+        subgradient_norm: float    # ||g_bar|| of the last direction search (eps-subgradient at w)
+        linearization_error: float  # its eps: J(v) >= J(w) + <g_bar, v - w> - eps for all v
         unbounded: bool            # J -> -inf along the last direction
         mode: str                  # "subbfgs", "owlqn*" or "owlqn"
         n_inner: int
@@ -391,14 +407,21 @@ class SubBFGS(Solver):
         store = self._store.new(problem.dim, self.initial_scaling, self.config.get("memory"))
         return self.State(w=ev.w, fun=ev.fun, g=ev.subgradient, loss_grad=ev.loss_subgradient,
                           store=store, g_bar=None, eta=0.0, lower_bound=-math.inf,
-                          converged=False, unbounded=False, mode=self._mode(problem),
+                          stationary=False, subgradient_norm=math.nan,
+                          linearization_error=math.nan, unbounded=False,
+                          mode=self._mode(problem),
                           n_inner=0, n_failures=0, n_restarts=0, n_null_steps=0,
                           n_skipped_updates=0, n_shifts=0, n_armijo_violations=0,
                           n_line_evals=0)
 
     def step(self, problem, s):
-        if s.converged:
+        if s.stationary:
             return s
+        gnorm = float(np.linalg.norm(s.g))
+        if gnorm <= self.gtol and not isinstance(getattr(problem, "oracle", problem), RegularizedRisk):
+            # g_t itself is a subgradient at w_t (eps = 0): stationary before any search
+            return s._replace(stationary=True, subgradient_norm=gnorm, linearization_error=0.0,
+                              lower_bound=s.fun if gnorm == 0.0 else s.lower_bound)
         if s.mode != "subbfgs":
             return self._owlqn_step(problem, s)
         first = s.g_bar is None and self.initial_epsilon is not None
@@ -408,17 +431,24 @@ class SubBFGS(Solver):
         # [YVGS10, Alg. 1, l. 5]: direction; l. 9: line search (with null steps, see Notes)
         found = self._direction_and_step(problem, s.w, s.fun, s.g, s.store, eps, counts)
         n_failures, n_restarts, store = s.n_failures, s.n_restarts, s.store
-        if found is None:                                              # l. 6: failure
+        if isinstance(found, _Stuck):                                  # l. 6: failure
             n_failures += 1
             found = self._direction_and_step(problem, s.w, s.fun, s.g, _Identity, eps, counts)
-            if found is None:                                          # stationary: stop
-                return s._replace(converged=True, n_failures=n_failures, **counts)
+            if isinstance(found, _Stuck):                              # stationary: stop
+                gnorm = float(np.linalg.norm(found.g_bar))
+                # g_bar = 0 exactly proves J(v) >= J(w) - eps for every v: a lower bound
+                lower = s.fun - found.lin_err if gnorm == 0.0 else s.lower_bound
+                return s._replace(stationary=True, n_failures=n_failures, lower_bound=lower,
+                                  subgradient_norm=gnorm, linearization_error=found.lin_err,
+                                  **counts)
             n_restarts += 1
             store = store.reset()
-        d, ls = found
-        common = dict(n_failures=n_failures, n_restarts=n_restarts, g_bar=d.g_bar, **counts)
+        d, ls, lin_err = found
+        common = dict(n_failures=n_failures, n_restarts=n_restarts, g_bar=d.g_bar,
+                      subgradient_norm=float(np.linalg.norm(d.g_bar)),
+                      linearization_error=lin_err, **counts)
         if math.isinf(ls.eta):
-            return s._replace(converged=True, unbounded=True, eta=math.inf, **common)
+            return s._replace(unbounded=True, eta=math.inf, **common)
         w_new = s.w + ls.eta * d.p                                     # l. 10-11
         ev = problem.evaluate(w_new)
         step = w_new - s.w
@@ -426,10 +456,14 @@ class SubBFGS(Solver):
         if self.curvature_subgradient == "argsup" or step @ (g_new - s.g) <= 0:
             g_new = problem.sup_subgradient(w_new, d.p)[1]
         store, skipped, shifted = self._update(store, step, g_new - s.g)  # l. 13-15
-        converged = (not isinstance(getattr(problem, "oracle", problem), RegularizedRisk)
-                     and float(np.linalg.norm(d.g_bar)) <= self.gtol)
+        # gtol: the aggregate at the previous point w was small. Moved to w_new, g_bar is an
+        # eps'-subgradient there, eps' = eps + J(w_new) - J(w) - <g_bar, w_new - w> >= 0
+        stationary = (not isinstance(getattr(problem, "oracle", problem), RegularizedRisk)
+                      and common["subgradient_norm"] <= self.gtol)
+        common["linearization_error"] = max(
+            lin_err + ev.fun - s.fun - float(d.g_bar @ (ev.w - s.w)), 0.0)
         return s._replace(w=ev.w, fun=ev.fun, g=g_new, store=store, eta=ls.eta,
-                          converged=converged, n_skipped_updates=s.n_skipped_updates + skipped,
+                          stationary=stationary, n_skipped_updates=s.n_skipped_updates + skipped,
                           n_shifts=s.n_shifts + shifted, **common)
 
     def _update(self, store, s_vec, y):
@@ -456,7 +490,8 @@ class SubBFGS(Solver):
 
     def _direction_and_step(self, problem, w, f0, g1, store, eps, counts):
         """Algorithm 2, then the line search; a step below rounding is a null step that
-        feeds Algorithm 2 one more subgradient. Returns (direction, line search) or None."""
+        feeds Algorithm 2 one more subgradient. Returns ``(direction, line search,
+        linearization error of its g_bar at w)``, or :class:`_Stuck` (no descent found)."""
         alg = _Alg2(store, g1)
         alg.observe(*problem.sup_subgradient(w, alg.p))
         scale = max(1.0, float(np.abs(w).max(initial=0.0)))
@@ -465,26 +500,29 @@ class SubBFGS(Solver):
                 alg.run(problem, w, eps, self.k_max)
                 d = alg.result()
                 if not d.success:
-                    return None
+                    return _Stuck(alg.g_bar, alg.lin_err)
                 ls = self._line_search(problem, w, f0, d.p, d.slope)
                 counts["n_line_evals"] += ls.n_evals
                 if math.isinf(ls.eta):
-                    return d, ls
+                    return d, ls, alg.best[4]
                 reach = self.kink_tol * scale / float(np.abs(d.p).max())
                 if ls.eta > reach:
                     if not ls.value < f0:                             # rounding: give up
-                        return None
+                        return _Stuck(alg.g_bar, alg.lin_err)
                     if ls.exact and not ls.value <= f0 + self.c1 * ls.eta * d.slope:
                         counts["n_armijo_violations"] += 1
-                    return d, ls
+                    return d, ls, alg.best[4]
                 if alg.n_inner + 1 >= self.k_max:
-                    return None
-                # null step: probe the far side of the kinks within reach of w
+                    return _Stuck(alg.g_bar, alg.lin_err)
+                # null step: probe the far side of the kinks within reach of w; its subgradient
+                # g at w' = w + r p has linearization error J(w) - J(w') + r g^T p at w
                 counts["n_null_steps"] += 1
-                slope, g = problem.sup_subgradient(w + reach * d.p, d.p)
-                alg.restart_from_best(slope, g)
+                w_far = w + reach * d.p
+                slope, g = problem.sup_subgradient(w_far, d.p)
+                lin_err = max(f0 - problem.value(w_far) + reach * slope, 0.0)
+                alg.restart_from_best(slope, g, lin_err)
                 if not alg.mix():                                     # no dual progress
-                    return None
+                    return _Stuck(alg.g_bar, alg.lin_err)
                 alg.observe(*problem.sup_subgradient(w, alg.p))
         finally:
             counts["n_inner"] += alg.n_inner
@@ -548,7 +586,8 @@ class SubLBFGS(SubBFGS):
     slower, so nsopt applies :math:`\pi` to Algorithm 2's direction too, and drops it only
     when it would destroy descent (then the orthant at zeros is :math:`\mathrm{sign}(p_j)`).
     A failed search restarts from :math:`B = I` (``n_failures``, ``n_restarts``); if that
-    fails too the point is stationary and the state says ``converged``.
+    fails too the point is stationary and the state says ``stationary`` (status ``stationary``, with ``Result.subgradient_norm`` and
+    ``Result.linearization_error``).
 
     Examples
     --------
@@ -607,7 +646,9 @@ class SubLBFGS(SubBFGS):
             if ev is not None:
                 break
         else:                                                          # stationary: stop
-            return s._replace(converged=True, **counts)
+            # for L1 + a smooth loss the pseudo-gradient is the least-norm subgradient at w
+            return s._replace(stationary=True, subgradient_norm=float(np.linalg.norm(g_ow)),
+                              linearization_error=0.0, **counts)
         if store is not s.store:
             counts["n_restarts"] += 1
         step, y = ev.w - w, ev.loss_subgradient - s.loss_grad
