@@ -57,6 +57,9 @@ def _real_dtype_error(arr: np.ndarray, name: str, what: str) -> TypeError | None
             f"drop imaginary parts silently: pass {name}.real if that is what you mean"
         )
     if kind == "O":
+        if arr.ndim == 0:  # not an array at all: None, a dict, a sparse matrix ...
+            v = arr.item()
+            return TypeError(f"{name} must be {what}, got {type(v).__name__} {_short(v)}")
         for pos, v in enumerate(arr.flat):
             if isinstance(v, numbers.Real) and not isinstance(v, (str, bytes)):
                 continue

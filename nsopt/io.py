@@ -35,6 +35,8 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from ._validation import as_real_array, canonical_csr
+
 __all__ = [
     "SvmlightFormatError",
     "CorruptFileError",
@@ -687,12 +689,12 @@ def dump_svmlight(X, y, path_or_file, qid=None, multilabel=False):
     -1 2:2
     """
     if sp.issparse(X):
-        X = sp.csr_matrix(X, dtype=np.float64, copy=True)
-        X.sum_duplicates()
-        X.sort_indices()
-        X.eliminate_zeros()
+        X = canonical_csr(X, "X")
+        if X.nnz and not X.data.all():
+            X = X.copy()  # never drop zeros from the caller's matrix
+            X.eliminate_zeros()
     else:
-        X = np.asarray(X, dtype=np.float64)
+        X = as_real_array(X, "X", what="a 2-D array of real numbers or a scipy.sparse matrix")
         if X.ndim != 2:
             raise ValueError(f"X must be 2-D (examples x features), got shape {X.shape}")
         X = sp.csr_matrix(X)
@@ -701,7 +703,10 @@ def dump_svmlight(X, y, path_or_file, qid=None, multilabel=False):
         raise ValueError("X contains NaN or inf, which the svmlight format cannot hold")
 
     if multilabel:
-        Y = sp.csr_matrix(y) if sp.issparse(y) else sp.csr_matrix(np.asarray(y, dtype=np.float64))
+        if sp.issparse(y):
+            Y = canonical_csr(y, "y").copy()  # a copy: eliminate_zeros below must not touch y
+        else:
+            Y = sp.csr_matrix(as_real_array(y, "y", what="an (m, k) 0/1 indicator matrix"))
         if Y.ndim != 2 or Y.shape[0] != m:
             raise ValueError(f"multilabel y must be an (m, k) indicator matrix with m={m} rows, got {Y.shape}")
         Y.eliminate_zeros()
@@ -710,7 +715,7 @@ def dump_svmlight(X, y, path_or_file, qid=None, multilabel=False):
             raise ValueError("multilabel y must hold only 0 and 1")
         label_text = [",".join(map(str, Y.indices[Y.indptr[i] : Y.indptr[i + 1]].tolist())) for i in range(m)]
     else:
-        y = np.asarray(y, dtype=np.float64)
+        y = as_real_array(y, "y", what="a 1-D array of real labels")
         if y.shape != (m,):
             raise ValueError(f"y must have shape ({m},) to match X, got {y.shape}; for an indicator matrix pass multilabel=True")
         if not np.isfinite(y).all():
