@@ -149,7 +149,7 @@ def _feature(v, dim: int, what: str):
         if not np.isfinite(v.data).all():
             raise ValueError(f"{what} returned a feature vector with NaN or inf")
         return v
-    a = as_real_array(v, what, what="a real vector")
+    a = as_real_array(v, what, what="a real numeric vector")
     if a.ndim == 2 and a.shape[0] == 1:
         a = a[0]
     if a.shape != (dim,):
