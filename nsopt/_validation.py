@@ -23,6 +23,7 @@ __all__ = [
     "as_real_array",
     "check_vector",
     "check_data",
+    "canonical_csr",
     "check_binary_labels",
     "check_targets",
     "check_positive",
