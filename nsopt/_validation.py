@@ -3,22 +3,38 @@
 The checks run at the boundaries only (oracle and loss constructors, ``RegularizedRisk``,
 ``Solver.__init__`` and ``Solver.solve``), never inside an iteration. Messages say what is
 wrong and what to do about it.
+
+Numbers are real: complex input (any complex dtype, even with a zero imaginary part),
+strings, bytes, dates and object arrays holding anything but real numbers are rejected with a
+``TypeError`` naming the argument, never truncated (numpy's cast to float64 would drop the
+imaginary part with only a ``ComplexWarning``). Booleans and integers are accepted as numbers.
+User data is never modified: a scipy matrix that needs canonicalising (duplicate entries,
+unsorted indices) is copied first, and only then.
 """
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
 import scipy.sparse as sp
 
 __all__ = [
+    "as_real_array",
     "check_vector",
     "check_data",
+    "canonical_csr",
     "check_binary_labels",
     "check_targets",
     "check_positive",
     "check_tolerances",
     "check_lengths",
+    "check_callback",
+    "check_lower_bound",
+    "check_dim",
+    "user_scalar",
+    "user_vector",
+    "user_pair",
 ]
 
 
@@ -28,12 +44,65 @@ def _all_finite(a: np.ndarray) -> bool:
         return bool(np.isfinite(np.sum(a))) or bool(np.isfinite(a).all())
 
 
+_REAL_KINDS = frozenset("biuf")  # bool, signed and unsigned integers, floats
+
+
+def _real_dtype_error(arr: np.ndarray, name: str, what: str) -> TypeError | None:
+    """The error for an array whose dtype is not real-numeric, or None when it is fine."""
+    kind = arr.dtype.kind
+    if kind in _REAL_KINDS:
+        return None
+    if kind == "c":
+        return TypeError(
+            f"{name} has complex dtype {arr.dtype}; nsopt works over the reals and does not "
+            f"drop imaginary parts silently: pass {name}.real if that is what you mean"
+        )
+    if kind == "O":
+        if arr.ndim == 0:  # not an array at all: None, a dict, a sparse matrix ...
+            v = arr.item()
+            return TypeError(f"{name} must be {what}, got {type(v).__name__} {_short(v)}")
+        for pos, v in enumerate(arr.flat):
+            if isinstance(v, numbers.Real) and not isinstance(v, (str, bytes)):
+                continue
+            at = np.unravel_index(pos, arr.shape) if arr.ndim > 1 else (pos,)
+            at = ", ".join(str(int(i)) for i in at)
+            if isinstance(v, numbers.Complex):
+                return TypeError(
+                    f"{name} holds a complex number {v!r} at [{at}]; nsopt works over the reals "
+                    "(pass the real part if that is what you mean)"
+                )
+            return TypeError(
+                f"{name} must be {what}, but {name}[{at}] is {type(v).__name__} {_short(v)}"
+            )
+        return None
+    return TypeError(f"{name} must be {what}, got an array of dtype {arr.dtype}")
+
+
+def _short(v, limit=40) -> str:
+    r = repr(v)
+    return r if len(r) <= limit else r[: limit - 3] + "..."
+
+
+def as_real_array(x, name="x", *, what="an array of real numbers", copy=False) -> np.ndarray:
+    """``x`` as a float64 ndarray (shape kept), rejecting complex, string and other non-real
+    input with a ``TypeError`` naming ``name``. Never modifies ``x``; copies only when asked or
+    when a conversion is needed."""
+    try:
+        arr = x if isinstance(x, np.ndarray) else np.asarray(x)
+    except (TypeError, ValueError) as exc:  # ragged nested lists, unconvertible objects
+        raise TypeError(f"{name} must be {what}, got {type(x).__name__} ({exc})") from exc
+    err = _real_dtype_error(arr, name, what)
+    if err is not None:
+        raise err
+    try:
+        return np.array(arr, dtype=np.float64, copy=True) if copy else arr.astype(np.float64, copy=False)
+    except (TypeError, ValueError) as exc:  # pragma: no cover - object arrays of odd numbers
+        raise TypeError(f"{name} must be {what}, got {type(x).__name__}") from exc
+
+
 def check_vector(x, dim=None, name="x", *, copy=False, finite=True) -> np.ndarray:
     """Return ``x`` as a 1-D float64 C-contiguous array, checking length and finiteness."""
-    try:
-        arr = np.array(x, dtype=np.float64, copy=copy) if copy else np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be a 1-D array of numbers, got {type(x).__name__}") from exc
+    arr = as_real_array(x, name, what="a 1-D array of real numbers", copy=copy)
     if arr.ndim != 1:
         raise ValueError(
             f"{name} must be 1-D, got an array of shape {arr.shape}; "
@@ -47,19 +116,33 @@ def check_vector(x, dim=None, name="x", *, copy=False, finite=True) -> np.ndarra
     return np.ascontiguousarray(arr)
 
 
+def canonical_csr(X, name="X") -> sp.csr_matrix:
+    """A float64 CSR matrix with sorted indices and no duplicates, equal to the sparse ``X``.
+
+    The caller's matrix is never modified: when ``X`` is already canonical float64 CSR its
+    arrays are shared (no copy on the fast path); otherwise the canonical form is built on a
+    copy."""
+    err = _real_dtype_error(np.empty(0, dtype=X.dtype), name, "a matrix of real numbers")
+    if err is not None:
+        raise err
+    out = sp.csr_matrix(X, dtype=np.float64)  # may share data/indices/indptr with X
+    if not out.has_canonical_format:
+        out = out.copy()  # the arrays may be the caller's: canonicalise a copy
+        out.sum_duplicates()  # sorts the indices too
+        out.sort_indices()
+    return out
+
+
 def check_data(X, name="X"):
-    """Return ``X`` as a C-ordered float64 ndarray or a CSR matrix, checking 2-D and finiteness."""
+    """Return ``X`` as a C-ordered float64 ndarray or a CSR matrix, checking 2-D and finiteness.
+
+    The caller's ``X`` is never modified (see :func:`canonical_csr`)."""
     if sp.issparse(X):
-        X = sp.csr_matrix(X, dtype=np.float64)
-        X.sum_duplicates()
-        X.sort_indices()
+        X = canonical_csr(X, name)
         data = X.data
         shape = X.shape
     else:
-        try:
-            X = np.asarray(X, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"{name} must be a 2-D array or a scipy.sparse matrix") from exc
+        X = as_real_array(X, name, what="a 2-D array of real numbers or a scipy.sparse matrix")
         if X.ndim != 2:
             raise ValueError(
                 f"{name} must be 2-D (examples x features), got shape {X.shape}; "
@@ -115,8 +198,11 @@ def check_sample_weight(sample_weight, m: int) -> np.ndarray:
     if sample_weight is None:
         return np.full(m, 1.0 / m)
     s = check_vector(sample_weight, m, "sample_weight")
-    if (s < 0).any() or s.sum() <= 0:
-        raise ValueError("sample_weight must be nonnegative with a positive sum")
+    if (s < 0).any():
+        i = int(np.flatnonzero(s < 0)[0])
+        raise ValueError(f"sample_weight must be nonnegative; sample_weight[{i}] = {s[i]}")
+    if s.sum() <= 0:
+        raise ValueError("sample_weight must have a positive sum; all weights are 0")
     return s / s.sum()
 
 
@@ -136,3 +222,92 @@ def check_tolerances(rtol, atol) -> tuple[float, float]:
     if rtol == 0 and atol == 0:
         raise ValueError("rtol and atol are both 0: the solver could never stop on its gap")
     return rtol, atol
+
+
+def check_callback(callback):
+    """``callback`` must be None or callable; checked before the first step, not after it."""
+    if callback is not None and not callable(callback):
+        raise TypeError(
+            f"callback must be None or a callable callback(state), got {type(callback).__name__} "
+            f"{_short(callback)}"
+        )
+    return callback
+
+
+def check_lower_bound(value, name="lower_bound") -> float:
+    """A known lower bound on a function: a real number < +inf; ``-inf`` means none known."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number (or -inf when none is known), "
+                        f"got {type(value).__name__}")
+    value = float(value)
+    if math.isnan(value) or value == math.inf:
+        raise ValueError(f"{name} must be a real number < inf (-inf when none is known), got {value}")
+    return value
+
+
+def check_dim(dim, name="dim") -> int | None:
+    """A number of variables: a positive integer, or None (unknown)."""
+    if dim is None:
+        return None
+    if isinstance(dim, bool) or not isinstance(dim, numbers.Integral) or dim < 1:
+        raise ValueError(f"{name} must be a positive integer or None, got {_short(dim)} "
+                         f"({type(dim).__name__})")
+    return int(dim)
+
+
+def _point_repr(w) -> str:
+    return np.array2string(np.asarray(w), precision=4, threshold=6, edgeitems=2, separator=", ")
+
+
+def _returned(v) -> str:
+    if isinstance(v, np.ndarray):
+        return f"an array of shape {v.shape} and dtype {v.dtype}"
+    if isinstance(v, (list, tuple)):
+        return f"a {type(v).__name__} of length {len(v)}"
+    return f"{type(v).__name__} {_short(v)}"
+
+
+def user_scalar(v, who: str, w) -> float:
+    """The number a user callable ``who`` returned at ``w``, as a float.
+
+    Accepts real numbers and real arrays of size 1; anything else (None, str, list, complex,
+    arrays of other sizes) is a ``TypeError`` naming ``who``, what it returned and the point.
+    NaN and inf pass through unchanged: they are values, not input errors (the solvers turn
+    them into status ``numerical_error``)."""
+    if isinstance(v, numbers.Real) and not isinstance(v, bool):
+        return float(v)
+    if isinstance(v, (np.ndarray, np.generic)) and v.size == 1 and v.dtype.kind in "iuf":
+        return float(v.reshape(-1)[0])
+    raise TypeError(f"the user callable {who} returned {_returned(v)} at w = {_point_repr(w)}; "
+                    "it must return a real number")
+
+
+def user_vector(g, who: str, w) -> np.ndarray:
+    """The vector a user callable ``who`` returned at ``w``, as 1-D float64 of ``w``'s length.
+
+    Any shape with ``w.size`` entries is accepted and flattened in C order (matrix variables).
+    A non-numeric, boolean or complex result is a ``TypeError``, a wrong size a ``ValueError``;
+    both name ``who``, what it returned and the point. NaN and inf entries pass through."""
+    if isinstance(g, np.ndarray) and g.dtype == np.float64 and g.shape == w.shape:
+        return g  # the fast path
+    arr = g
+    if not isinstance(g, np.ndarray):
+        try:
+            arr = np.asarray(g)
+        except (TypeError, ValueError):
+            arr = None
+    if arr is None or arr.dtype.kind not in "biuf" or arr.dtype.kind == "b":
+        raise TypeError(f"the user callable {who} returned {_returned(g)} at w = {_point_repr(w)}; "
+                        f"it must return a real vector of length {w.shape[0]}")
+    if arr.size != w.shape[0]:
+        raise ValueError(f"the user callable {who} returned {_returned(g)} at w = {_point_repr(w)}; "
+                         f"it must return a vector of length {w.shape[0]} (the number of variables)")
+    return np.ascontiguousarray(arr.astype(np.float64, copy=False).reshape(-1))
+
+
+def user_pair(out, who: str, w) -> tuple:
+    """The ``(number, vector)`` pair a user callable ``who`` returned at ``w`` (unconverted)."""
+    if isinstance(out, (tuple, list)) and len(out) == 2:
+        return out
+    raise TypeError(f"the user callable {who} returned {_returned(out)} at w = {_point_repr(w)}; "
+                    "it must return a pair (number, vector)")

@@ -15,6 +15,8 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
+from ._validation import as_real_array, canonical_csr
+
 __all__ = [
     "make_sparse_binary",
     "make_dense_binary",
@@ -406,13 +408,12 @@ def normalize_rows(X):
            [0. , 0. ]])
     """
     if sp.issparse(X):
-        X = sp.csr_matrix(X, dtype=np.float64, copy=True)
-        X.sum_duplicates()
+        X = canonical_csr(X, "X").copy()  # scaled in place below: never the caller's arrays
         norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
         scale = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
         X.data *= np.repeat(scale, np.diff(X.indptr))
         return X
-    X = np.array(X, dtype=np.float64)
+    X = as_real_array(X, "X", what="a 2-D array of real numbers or a scipy.sparse matrix")
     if X.ndim != 2:
         raise ValueError(f"X must be 2-D (examples x features), got shape {X.shape}")
     norms = np.linalg.norm(X, axis=1)

@@ -8,7 +8,8 @@ Indices are 1-based and strictly increasing within a line. The label is a number
 multilabel files a comma-separated list of non-negative integers (``1,3``; an empty field
 means no labels). Text after ``#`` is a comment; blank lines are skipped; ``\r\n`` line endings
 are accepted. Files ending in ``.gz``, ``.bz2``, ``.xz`` (or ``.lzma``) are decompressed on the
-fly.
+fly; a truncated or corrupt compressed file raises :class:`CorruptFileError` (a
+``ValueError``) naming the file, with the decompressor's own error as ``__cause__``.
 
 The reader parses a block of lines at a time: a vectorised pass (numpy on the bytes of the
 block) handles well-formed blocks, and a line-by-line pass takes over in a block where the
@@ -16,7 +17,7 @@ vectorised checks fail, to name the line and the problem. Both accept exactly th
 
 Public names: :func:`load_svmlight`, :func:`iter_svmlight`, :func:`dump_svmlight`,
 :func:`load_dataset`, :func:`find_data_dir`, :data:`KNOWN_DATASETS`,
-:class:`SvmlightFormatError`.
+:class:`SvmlightFormatError`, :class:`CorruptFileError`.
 """
 from __future__ import annotations
 
@@ -28,13 +29,17 @@ import lzma
 import numbers
 import os
 import warnings
+import zlib
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
+from ._validation import as_real_array, canonical_csr
+
 __all__ = [
     "SvmlightFormatError",
+    "CorruptFileError",
     "load_svmlight",
     "iter_svmlight",
     "dump_svmlight",
@@ -80,6 +85,41 @@ class SvmlightFormatError(ValueError):
         super().__init__(f"{source}, line {lineno}: {problem}")
 
 
+class CorruptFileError(ValueError):
+    """A compressed file (``.gz``, ``.bz2``, ``.xz``, ``.lzma``) that is truncated or corrupt.
+
+    The message names the file; the decompressor's exception (``EOFError``,
+    ``gzip.BadGzipFile``, ``lzma.LZMAError``, ``OSError``, ``zlib.error``) is ``__cause__``.
+
+    Attributes
+    ----------
+    source : str
+        The file name (or ``"<stream>"``).
+    """
+
+    def __init__(self, source, cause):
+        self.source = source
+        super().__init__(
+            f"{source}: the compressed file is truncated or corrupt ({type(cause).__name__}: "
+            f"{cause}); download or compress it again"
+        )
+
+
+_DECOMPRESSING = (gzip.GzipFile, bz2.BZ2File, lzma.LZMAFile)
+
+
+def _read(f, n, source):
+    """``f.read(n)``, turning a decompressor's failure into a CorruptFileError naming the file."""
+    try:
+        return f.read(n)
+    except (EOFError, zlib.error, lzma.LZMAError) as exc:
+        raise CorruptFileError(source, exc) from exc
+    except OSError as exc:  # BadGzipFile, bz2's "Invalid data stream"; not other I/O errors
+        if isinstance(f, _DECOMPRESSING) or isinstance(exc, gzip.BadGzipFile):
+            raise CorruptFileError(source, exc) from exc
+        raise
+
+
 def _show(token, limit=40):
     return repr(token if len(token) <= limit else token[:limit] + "...")
 
@@ -119,12 +159,12 @@ def _open_read(path_or_file):
         )
 
 
-def _read_line_blocks(f, block_bytes=_BLOCK_BYTES):
+def _read_line_blocks(f, block_bytes=_BLOCK_BYTES, source="<stream>"):
     """Yield (lineno of the first line, list of lines as str) over the whole file."""
     lineno = 1
     rest = None
     while True:
-        chunk = f.read(block_bytes)
+        chunk = _read(f, block_bytes, source)
         if not chunk:
             break
         if rest is not None:
@@ -516,6 +556,8 @@ def load_svmlight(
 
     Raises
     ------
+    CorruptFileError
+        (a ``ValueError``) when a compressed file is truncated or corrupt, naming the file.
     SvmlightFormatError
         (a ``ValueError``) on malformed input, naming the line and the problem: a label that is
         not a number, a token without ``:``, an index that is not an integer >= 1, a value that
@@ -538,7 +580,7 @@ def load_svmlight(
     with _open_read(path_or_file) as f:
         blocks = [
             _parse_block(lines, lineno0, source, multilabel, query_id)
-            for lineno0, lines in _read_line_blocks(f)
+            for lineno0, lines in _read_line_blocks(f, source=source)
         ]
     return _assemble(blocks, source, n_features, multilabel, n_labels, query_id, dtype)
 
@@ -575,7 +617,7 @@ def iter_svmlight(
     dtype = _check_options(n_features, n_labels, dtype, multilabel)
     source = _source_name(path_or_file)
     with _open_read(path_or_file) as f:
-        for lineno0, lines in _read_line_blocks(f, block_bytes):
+        for lineno0, lines in _read_line_blocks(f, block_bytes, source):
             block = _parse_block(lines, lineno0, source, multilabel, query_id)
             yield _assemble([block], source, n_features, multilabel, n_labels, query_id, dtype)
 
@@ -647,12 +689,12 @@ def dump_svmlight(X, y, path_or_file, qid=None, multilabel=False):
     -1 2:2
     """
     if sp.issparse(X):
-        X = sp.csr_matrix(X, dtype=np.float64, copy=True)
-        X.sum_duplicates()
-        X.sort_indices()
-        X.eliminate_zeros()
+        X = canonical_csr(X, "X")
+        if X.nnz and not X.data.all():
+            X = X.copy()  # never drop zeros from the caller's matrix
+            X.eliminate_zeros()
     else:
-        X = np.asarray(X, dtype=np.float64)
+        X = as_real_array(X, "X", what="a 2-D array of real numbers or a scipy.sparse matrix")
         if X.ndim != 2:
             raise ValueError(f"X must be 2-D (examples x features), got shape {X.shape}")
         X = sp.csr_matrix(X)
@@ -661,7 +703,10 @@ def dump_svmlight(X, y, path_or_file, qid=None, multilabel=False):
         raise ValueError("X contains NaN or inf, which the svmlight format cannot hold")
 
     if multilabel:
-        Y = sp.csr_matrix(y) if sp.issparse(y) else sp.csr_matrix(np.asarray(y, dtype=np.float64))
+        if sp.issparse(y):
+            Y = canonical_csr(y, "y").copy()  # a copy: eliminate_zeros below must not touch y
+        else:
+            Y = sp.csr_matrix(as_real_array(y, "y", what="an (m, k) 0/1 indicator matrix"))
         if Y.ndim != 2 or Y.shape[0] != m:
             raise ValueError(f"multilabel y must be an (m, k) indicator matrix with m={m} rows, got {Y.shape}")
         Y.eliminate_zeros()
@@ -670,7 +715,7 @@ def dump_svmlight(X, y, path_or_file, qid=None, multilabel=False):
             raise ValueError("multilabel y must hold only 0 and 1")
         label_text = [",".join(map(str, Y.indices[Y.indptr[i] : Y.indptr[i + 1]].tolist())) for i in range(m)]
     else:
-        y = np.asarray(y, dtype=np.float64)
+        y = as_real_array(y, "y", what="a 1-D array of real labels")
         if y.shape != (m,):
             raise ValueError(f"y must have shape ({m},) to match X, got {y.shape}; for an indicator matrix pass multilabel=True")
         if not np.isfinite(y).all():

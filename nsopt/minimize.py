@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from ._validation import check_callback
 from .result import Result
 from .solvers import SOLVERS
 
@@ -24,7 +25,8 @@ def minimize(problem, method: str = "bmrm", x0=None, *, rtol: float = 1e-3, atol
         Stop when the certified gap ``fun - lower_bound <= max(atol, rtol * |fun|)``.
     max_iter, max_time : optional limits.
     callback : callable ``callback(state) -> bool``, optional
-        Called after every step; returning True or raising ``StopIteration`` stops.
+        Called after every step; returning True or raising ``StopIteration`` stops. Anything
+        else than None or a callable raises ``TypeError`` before the first step.
     verbose : bool
         Print a progress table.
     **options
@@ -44,6 +46,7 @@ def minimize(problem, method: str = "bmrm", x0=None, *, rtol: float = 1e-3, atol
     >>> res.status.value, bool(res.gap <= 1e-4 * res.fun)
     ('converged', True)
     """
+    check_callback(callback)
     if not isinstance(method, str) or method.lower() not in SOLVERS:
         raise ValueError(f"unknown method {method!r}; choose one of {sorted(SOLVERS)}")
     solver = SOLVERS[method.lower()](rtol=rtol, atol=atol, max_iter=max_iter, max_time=max_time,

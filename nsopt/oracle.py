@@ -26,7 +26,8 @@ from typing import Callable, NamedTuple, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from ._validation import check_vector
+from ._validation import (check_dim, check_lower_bound, check_vector, user_pair,
+                          user_scalar, user_vector)
 
 __all__ = [
     "Oracle",
@@ -435,7 +436,16 @@ class FunctionOracle(Oracle):
     value_and_subgradient : callable ``w -> (float, ndarray)``, optional
         Used for the hot path when given (saves shared work).
     lower_bound : float, optional
-        A known lower bound on ``fun``.
+        A known lower bound on ``fun``: a real number < inf; ``-inf`` (the default) when none
+        is known. NaN and +inf raise ``ValueError``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        When a user callable returns something of the wrong type (None, str, list, complex,
+        an array of the wrong size, a pair that is not a pair), naming the callable, what it
+        returned and the point. NaN or inf values pass through: the solvers report them as
+        status ``numerical_error``.
     """
 
     def __init__(self, fun: Callable | None = None, subgradient: Callable | None = None,
@@ -448,37 +458,33 @@ class FunctionOracle(Oracle):
                         ("value_and_subgradient", value_and_subgradient)):
             if f is not None and not callable(f):
                 raise TypeError(f"{name} must be callable, got {type(f).__name__}")
-        if dim is not None:
-            if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim < 1:
-                raise ValueError(f"dim must be a positive integer or None, got {dim!r}")
-            dim = int(dim)
         self._fun, self._sub, self._vas, self._sup = fun, subgradient, value_and_subgradient, sup_subgradient
-        self.dim = dim
-        self.lower_bound = float(lower_bound)
+        self.dim = check_dim(dim)
+        self.lower_bound = check_lower_bound(lower_bound)
 
+    # What the user callables return is converted by user_scalar / user_vector: a wrong type or
+    # size is an error naming the callable, what it returned and the point; NaN / inf values
+    # pass through (the solver loop reports them as numerical_error).
     def _value(self, w):
         if self._fun is not None:
-            return float(self._fun(w))
-        return float(self._vas(w)[0])
+            return user_scalar(self._fun(w), "fun", w)
+        f, _ = user_pair(self._vas(w), "value_and_subgradient", w)
+        return user_scalar(f, "value_and_subgradient (first element)", w)
 
     def _value_and_subgradient(self, w):
         if self._vas is not None:
-            f, g = self._vas(w)
-        else:
-            f, g = self._fun(w), self._sub(w)
-        g = np.asarray(g, dtype=np.float64).reshape(-1)
-        if g.shape != w.shape:
-            raise ValueError(f"the user subgradient has shape {g.shape}, expected {w.shape}")
-        return float(f), g
+            f, g = user_pair(self._vas(w), "value_and_subgradient", w)
+            return (user_scalar(f, "value_and_subgradient (first element)", w),
+                    user_vector(g, "value_and_subgradient (second element)", w))
+        f = user_scalar(self._fun(w), "fun", w)
+        return f, user_vector(self._sub(w), "subgradient", w)
 
     def _sup_subgradient(self, w, p):
         if self._sup is None:
             return super()._sup_subgradient(w, p)
-        s, g = self._sup(w, p)
-        g = np.asarray(g, dtype=np.float64).reshape(-1)
-        if g.shape != w.shape:
-            raise ValueError(f"the user sup_subgradient returned g of shape {g.shape}, expected {w.shape}")
-        return float(s), g
+        s, g = user_pair(self._sup(w, p), "sup_subgradient", w)
+        return (user_scalar(s, "sup_subgradient (first element)", w),
+                user_vector(g, "sup_subgradient (second element)", w))
 
 
 def _common_dim(oracles) -> int | None:

@@ -38,7 +38,7 @@ import scipy.linalg
 import scipy.sparse as sp
 from scipy.special import logsumexp, softmax, xlogy
 
-from ._validation import check_vector
+from ._validation import as_real_array, check_vector
 from .oracle import LineFunction, Oracle, _check_side
 
 __all__ = [
@@ -499,10 +499,7 @@ class QuadraticForm(Regularizer):
     def __init__(self, Q):
         if sp.issparse(Q):
             Q = Q.toarray()
-        try:
-            Q = np.array(Q, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"Q must be a square matrix of numbers, got {type(Q).__name__}") from exc
+        Q = as_real_array(Q, "Q", what="a square matrix of real numbers", copy=True)
         if Q.ndim != 2 or Q.shape[0] != Q.shape[1] or Q.shape[0] == 0:
             raise ValueError(f"Q must be a non-empty square (d, d) matrix, got shape {Q.shape}")
         if not np.isfinite(Q).all():

@@ -146,7 +146,7 @@ class ScalarLoss(Oracle):
         return np.ones_like(t)
 
     def dual_variables(self, w: np.ndarray) -> np.ndarray:
-        """:math:`t_i = -y_i\, l'(\langle x_i, w\rangle, y_i)` (default subgradient), one
+        r""":math:`t_i = -y_i\, l'(\langle x_i, w\rangle, y_i)` (default subgradient), one
         data pass."""
         g = np.empty(self.m)
         self._grad_kernel(self.data.dot(w), self.y, self.c, np.zeros(self.m), g)

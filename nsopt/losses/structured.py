@@ -50,7 +50,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-from .._validation import check_data, check_sample_weight, check_vector
+from .._validation import as_real_array, canonical_csr, check_data, check_sample_weight, check_vector
 from ..oracle import GenericLine, Oracle
 
 __all__ = ["StructuredHinge", "ChainHinge"]
@@ -140,21 +140,16 @@ def _feature(v, dim: int, what: str):
     if sp.issparse(v):
         if v.ndim == 1:
             v = sp.csr_matrix(v.reshape(1, -1))
-        v = sp.csr_matrix(v, dtype=np.float64)
+        v = canonical_csr(v, what)  # never modifies the user's v
         if v.shape != (1, dim):
             raise ValueError(
                 f"{what} returned a sparse matrix of shape {v.shape}; a joint feature must be a "
                 f"vector of length dim = {dim} (a 1 x {dim} sparse row or an array of shape ({dim},))"
             )
-        v.sum_duplicates()
-        v.sort_indices()
         if not np.isfinite(v.data).all():
             raise ValueError(f"{what} returned a feature vector with NaN or inf")
         return v
-    try:
-        a = np.asarray(v, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{what} must return a numeric vector, got {type(v).__name__}") from exc
+    a = as_real_array(v, what, what="a real numeric vector")
     if a.ndim == 2 and a.shape[0] == 1:
         a = a[0]
     if a.shape != (dim,):
@@ -546,14 +541,11 @@ def _chain_values(U, A, y, y_hat, offsets, out):  # pragma: no cover - numba
 
 def _as_sequence_features(x, name: str):
     if sp.issparse(x):
-        x = sp.csr_matrix(x, dtype=np.float64)
+        x = canonical_csr(x, name)
         if x.shape[0] == 0:
             raise ValueError(f"{name} is empty: every sequence needs at least one position")
         return check_data(x, name)
-    try:
-        x = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be a 2-D array (positions x features) or a scipy.sparse matrix") from exc
+    x = as_real_array(x, name, what="a 2-D array (positions x features) or a scipy.sparse matrix")
     if x.ndim != 2:
         raise ValueError(
             f"{name} must be 2-D (positions x features), got shape {x.shape}; "

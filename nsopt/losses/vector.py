@@ -33,7 +33,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import _vector_kernels as vk
-from .._validation import check_data
+from .._validation import as_real_array, check_data
 from ._base import VectorLoss, check_class_labels
 
 __all__ = ["MulticlassHinge", "ScaledMulticlassHinge", "Softmax", "MultilabelHinge"]
@@ -173,10 +173,7 @@ class ScaledMulticlassHinge(_MarginLoss):
     def __init__(self, X, y, cost, rescaling="margin", *, sample_weight=None):
         if rescaling not in ("margin", "slack"):
             raise ValueError(f"rescaling must be 'margin' or 'slack', got {rescaling!r}")
-        try:
-            cost = np.array(cost, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise TypeError("cost must be a k x k array of numbers") from exc
+        cost = as_real_array(cost, "cost", what="a k x k array of real numbers", copy=True)
         if cost.ndim != 2 or cost.shape[0] != cost.shape[1] or cost.shape[0] < 2:
             raise ValueError(f"cost must be a square k x k matrix with k >= 2, got shape {cost.shape}")
         if not np.isfinite(cost).all():
@@ -310,10 +307,7 @@ class MultilabelHinge(VectorLoss):
     def __init__(self, X, Y, *, sample_weight=None):
         if sp.issparse(Y):
             Y = Y.toarray()
-        try:
-            Y = np.asarray(Y, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise TypeError("Y must be an m x k 0/1 matrix of numbers") from exc
+        Y = as_real_array(Y, "Y", what="an m x k 0/1 matrix of numbers")
         if Y.ndim != 2:
             raise ValueError(
                 f"Y must be an m x k 0/1 indicator matrix, got shape {Y.shape}; for class labels "
