@@ -27,7 +27,6 @@ __all__ = [
     "check_binary_labels",
     "check_targets",
     "check_positive",
-    "check_tolerances",
     "check_lengths",
     "check_callback",
     "check_lower_bound",
@@ -214,14 +213,6 @@ def check_positive(value, name: str, *, strict=True, hint: str = "") -> float:
         op = ">" if strict else ">="
         raise ValueError(f"{name} must be {op} 0, got {value}" + (f"; {hint}" if hint else ""))
     return value
-
-
-def check_tolerances(rtol, atol) -> tuple[float, float]:
-    rtol = check_positive(rtol, "rtol", strict=False)
-    atol = check_positive(atol, "atol", strict=False)
-    if rtol == 0 and atol == 0:
-        raise ValueError("rtol and atol are both 0: the solver could never stop on its gap")
-    return rtol, atol
 
 
 def check_callback(callback):

@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterator, NamedTuple
 
 import numpy as np
 
-from .._validation import check_positive, check_vector
+from .._validation import check_callback, check_positive, check_vector
 from ..certificate import Certificate, L1DualCertifier, PlaneCertifier
 from ..oracle import CountingOracle, Evaluation, NonConvexError, Oracle, OracleNumericalError
 from ..problem import RegularizedRisk, as_problem
@@ -267,8 +267,7 @@ class Solver:
     def _prepare(self, problem, x0, callback=None):
         problem = as_problem(problem)
         self.check_problem(problem)
-        if callback is not None and not callable(callback):
-            raise TypeError(f"callback must be callable or None, got {type(callback).__name__}")
+        check_callback(callback)
         if x0 is None:
             x0 = default_start(problem)
         else:
