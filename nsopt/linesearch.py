@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-from .oracle import LineFunction
+from .oracle import LineFunction, NonConvexError
 
 __all__ = ["LineSearchResult", "wolfe_line_search", "exact_line_search"]
 
@@ -182,10 +182,14 @@ def wolfe_line_search(line: LineFunction, f0: float, slope0: float, c1: float = 
         return LineSearchResult(0.0, float(f0), 0, False)
     lo, f_lo, d_lo = 0.0, float(f0), float(slope0)
     hi, f_hi, d_hi = math.inf, math.nan, math.nan
+    check_tangent = getattr(line, "check_convexity", True)
+    scale = float(getattr(line, "value_scale", 0.0))
     eta, n = min(float(eta0), eta_max), 0
     for _ in range(max_iter):
         f = float(line.value(eta))
         n += 1
+        if check_tangent:
+            _check_tangent(f0, slope0, eta, f, scale)
         if not f <= f0 + c1 * eta * slope0:        # (23) fails (or NaN): eta brackets from above
             hi, f_hi = eta, f
             d_hi = float(line.derivative(eta, -1)) if math.isfinite(f) else math.nan
@@ -210,6 +214,20 @@ def wolfe_line_search(line: LineFunction, f0: float, slope0: float, c1: float = 
                 break
             eta = _interpolate(lo, f_lo, d_lo, hi, f_hi, d_hi)
     return LineSearchResult(lo, f_lo, n, False)
+
+
+def _check_tangent(f0: float, slope0: float, eta: float, f: float, scale: float) -> None:
+    """A convex line lies above its tangent at 0: :math:`\Phi(\eta) \ge \Phi(0) +
+    \eta\,\Phi'(0^+)`. Below it beyond rounding, the function is not convex (or the
+    directional derivative is wrong): :class:`~nsopt.oracle.NonConvexError`. Rounding is
+    judged against ``scale``, the largest value the oracle has returned (values near a
+    minimiser are sums of terms of that size)."""
+    tangent = f0 + eta * slope0
+    if f < tangent - 1e-9 * max(abs(f0), abs(f), abs(eta * slope0), scale, 1e-300):
+        raise NonConvexError(
+            f"the function on the line is below its tangent at 0: phi({eta!r}) = {f!r} < "
+            f"phi(0) + eta phi'(0+) = {tangent!r}",
+            {"eta": eta, "f": f, "f0": f0, "slope0": slope0})
 
 
 def exact_line_search(line: LineFunction, lo: float = 0.0, hi: float = math.inf, *,

@@ -805,6 +805,12 @@ class _GuardedLine(LineFunction):
     def __init__(self, line: LineFunction, owner: CountingOracle, w, p):
         self.line, self.owner, self.w, self.p = line, owner, w, p
         self.cheap_derivative = line.cheap_derivative
+        self.check_convexity = owner.check_convexity
+
+    @property
+    def value_scale(self) -> float:
+        """The largest |value| the oracle has returned: the scale of rounding in line values."""
+        return self.owner._fmax
 
     def _point(self, eta):
         return self.w + eta * self.p if math.isfinite(eta) else self.w

@@ -18,9 +18,9 @@ import numpy as np
 
 from ..bundle import PlaneBundle
 from ..inner import QPSimplex
-from ..problem import RegularizedRisk
+from ..problem import RegularizedRisk, as_problem
 from ..regularizers import L2
-from ._base import Option, Solver, in_range, positive_int
+from ._base import COMMON_OPTIONS, Option, Solver, in_range, positive_int
 from ._cutting_plane import PLANE_OPTIONS, add_and_solve, bundle_planes, master_solver, new_bundle
 
 _L2 = L2()
@@ -53,26 +53,30 @@ def _prox_master(bundle, master, lam, u, centre, warm, tol, deadline=None):
 
 
 def _variant(v):
-    if v not in ("proximal", "trust-region"):
-        raise ValueError(f"variant must be 'proximal' or 'trust-region', got {v!r}")
+    if v not in ("auto", "proximal", "trust-region"):
+        raise ValueError(f"variant must be 'auto', 'proximal' or 'trust-region', got {v!r}")
     return v
 
 
 class ProximalBundle(Solver):
-    """Proximal bundle methods: ``variant="proximal"`` or ``"trust-region"``.
+    """Proximal bundle methods: ``variant="auto"`` (default), ``"proximal"`` or ``"trust-region"``.
 
     ``ProximalBundle(variant=..., **options)`` returns a :class:`ProxBMRM` or a
-    :class:`TrustRegionBundle`; see those classes for the options of each variant.
+    :class:`TrustRegionBundle`; see those classes for the options of each variant. With
+    ``"auto"`` the variant is chosen from the problem at solve time: proximal BMRM on a
+    ``RegularizedRisk`` with the L2 regularizer, the trust-region bundle otherwise, so
+    ``method="proximal-bundle"`` solves every problem that ``methods_supporting`` says it can.
     """
 
     name = "proximal-bundle"
 
-    def __new__(cls, variant: str = "proximal", **options):
+    def __new__(cls, variant: str = "auto", **options):
         if cls is ProximalBundle:
-            cls = {"proximal": ProxBMRM, "trust-region": TrustRegionBundle}[_variant(variant)]
+            cls = {"auto": _AutoProximalBundle, "proximal": ProxBMRM,
+                   "trust-region": TrustRegionBundle}[_variant(variant)]
         return super().__new__(cls)
 
-    def __init__(self, variant: str = "proximal", **options):
+    def __init__(self, variant: str = "auto", **options):
         super().__init__(**options)
         self.config["variant"] = variant
 
@@ -430,3 +434,30 @@ class TrustRegionBundle(ProximalBundle):
                 "eps_subgradient": s.linearization_error, "aggregate_norm": s.subgradient_norm,
                 "stationary": bool(s.stationary),
                 "n_planes": s.n_planes}
+
+
+# ----------------------------------------------------------------------------------------
+class _AutoProximalBundle(ProximalBundle):
+    """``ProximalBundle(variant="auto")``: picks the variant from the problem in :meth:`run`
+    (proximal BMRM where it applies, the trust-region bundle otherwise) and runs it with the
+    options given; an option the chosen variant does not have is an error, never ignored."""
+
+    options = {**TrustRegionBundle.options, **ProxBMRM.options}  # validation of either's
+
+    def __init__(self, variant: str = "auto", **options):
+        super().__init__(variant, **options)
+        self._given = dict(options)
+
+    def choose(self, problem) -> Solver:
+        """The solver of the variant that fits ``problem``, configured with the given options."""
+        cls = ProxBMRM if ProxBMRM.unsupported_reason(as_problem(problem)) is None else TrustRegionBundle
+        valid = set(COMMON_OPTIONS) | set(cls.options)
+        foreign = sorted(set(self._given) - valid)
+        if foreign:
+            variant = "proximal" if cls is ProxBMRM else "trust-region"
+            raise TypeError(f"option(s) {foreign} do not apply to the {variant!r} variant that "
+                            f"this problem takes; its options: {sorted(cls.options)}")
+        return cls(**self._given)
+
+    def run(self, problem, x0=None, callback=None):
+        return self.choose(problem).run(problem, x0, callback)
