@@ -217,7 +217,7 @@ def wolfe_line_search(line: LineFunction, f0: float, slope0: float, c1: float = 
 
 
 def _check_tangent(f0: float, slope0: float, eta: float, f: float, scale: float) -> None:
-    """A convex line lies above its tangent at 0: :math:`\Phi(\eta) \ge \Phi(0) +
+    r"""A convex line lies above its tangent at 0: :math:`\Phi(\eta) \ge \Phi(0) +
     \eta\,\Phi'(0^+)`. Below it beyond rounding, the function is not convex (or the
     directional derivative is wrong): :class:`~nsopt.oracle.NonConvexError`. Rounding is
     judged against ``scale``, the largest value the oracle has returned (values near a
