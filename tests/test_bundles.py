@@ -186,7 +186,24 @@ def test_proximal_variant_rejects_non_l2():
     X, y = small_binary(50, 5)
     J = nsopt.RegularizedRisk(Hinge(X, y), R.L1(), 1e-2)
     with pytest.raises(nsopt.solvers.ProblemNotSupported, match="trust-region"):
-        nsopt.minimize(J, method="proximal-bundle")
+        nsopt.minimize(J, method="proximal-bundle", variant="proximal")
+
+
+def test_proximal_bundle_picks_its_variant_from_the_problem():
+    """One name, one behaviour: "proximal-bundle" solves whatever methods_supporting says it
+    can (main refused a FunctionOracle that its own error message said it could solve)."""
+    X, y = small_binary(50, 5)
+    l2 = nsopt.RegularizedRisk(Hinge(X, y), R.L2(), 1e-2)
+    l1 = nsopt.RegularizedRisk(Hinge(X, y), R.L1(), 1e-2)
+    plain = nsopt.FunctionOracle(lambda w: float(np.abs(w - 1).sum()), lambda w: np.sign(w - 1), dim=3)
+    for problem, chosen in ((l2, nsopt.solvers.ProxBMRM), (l1, nsopt.solvers.TrustRegionBundle),
+                            (plain, nsopt.solvers.TrustRegionBundle)):
+        assert "proximal-bundle" in nsopt.solvers.methods_supporting(problem)
+        assert type(nsopt.solvers.ProximalBundle().choose(problem)) is chosen
+        res = nsopt.minimize(problem, method="proximal-bundle", max_iter=300)
+        assert res.method == "proximal-bundle" and res.lower_bound <= res.fun
+    with pytest.raises(TypeError, match="n_models"):  # an option of the other variant
+        nsopt.minimize(plain, method="proximal-bundle", n_models=2)
 
 
 # ----------------------------------------------------------------------- trust-region bundle

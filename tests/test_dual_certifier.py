@@ -71,7 +71,12 @@ def test_l1_dual_bound_is_tight_at_the_optimum(name):
     J = nsopt.RegularizedRisk(MARGIN[name](X, y), R.L1(), lam)
     res = nsopt.minimize(J, method="bmrm", rtol=1e-9)
     lower, _, _ = L1DualCertifier(J).bound(res.x)
-    assert res.fun - 1e-5 * res.fun <= lower <= res.fun + 1e-12
+    # res.x is 1e-9-optimal in value, not the optimum: the dual point moves with w, and w's
+    # error is of order sqrt(1e-9 / curvature). The squared hinge has zero curvature on the
+    # examples past the margin, so its point is looser: measured 2.7e-5 below J(x) with scipy
+    # 1.17's HiGHS (within 1e-5 with the scipy of the landing, which found another point).
+    slack = 1e-5 if name == "logistic" else 1e-4
+    assert res.fun - slack * res.fun <= lower <= res.fun + 1e-12
 
 
 def test_solvers_use_it_and_it_can_be_turned_off():

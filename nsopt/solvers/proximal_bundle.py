@@ -332,7 +332,6 @@ class TrustRegionBundle(ProximalBundle):
         "inner_rtol": PLANE_OPTIONS["inner_rtol"],
         "remove_inactive": PLANE_OPTIONS["remove_inactive"],
         "max_planes": Option(50, PLANE_OPTIONS["max_planes"].check),
-        "n_models": Option(1, positive_int("n_models")),
         "step0": Option(1.0, in_range("step0", 0.0, math.inf, lo_open=True)),
         "descent": Option(0.1, in_range("descent", 0.0, 1.0, lo_open=True, hi_open=True)),
         "radius": Option(None, lambda v: None if v is None else in_range("radius", 0.0, math.inf)(v)),
@@ -361,10 +360,6 @@ class TrustRegionBundle(ProximalBundle):
         return None
 
     def init(self, problem, x0):
-        if self.n_models != 1:
-            raise NotImplementedError(
-                "n_models > 1 applies to variant='proximal' on a RegularizedRisk, not to the "
-                "trust-region bundle on a general oracle")
         bundle = PlaneBundle(problem.dim)
         ev = problem.evaluate(x0)
         bundle.add_at(ev.w, ev.fun, ev.subgradient)
