@@ -651,7 +651,9 @@ class CountingOracle(Oracle):
 
     ``nfev`` counts calls that reach the wrapped oracle (value, value-and-subgradient and
     sup-subgradient evaluations; a repeated point is served from the cache and not counted).
-    Line evaluations through ``restrict`` are cheap by design and are not counted.
+    Line evaluations of specialised lines (losses keep ``X w`` and ``X p``) are cheap by design
+    and are not counted; a generic line (:class:`GenericLine`: user functions, ``Max``,
+    structured losses) calls the oracle, and those calls are counted.
 
     Every full evaluation is passed to the ``listeners`` (callables taking an
     :class:`Evaluation`); the plane certifier is one.
@@ -792,7 +794,12 @@ class CountingOracle(Oracle):
         return s, g
 
     def _restrict(self, w, p):
-        return _GuardedLine(self.oracle._restrict(w, p), self, w, p)
+        line = self.oracle._restrict(w, p)
+        if type(line) is GenericLine:
+            # a generic line calls the oracle at every evaluation: route those calls through
+            # this wrapper, so they are counted (nfev), cached and checked like any other
+            line = GenericLine(self, w, p)
+        return _GuardedLine(line, self, w, p)
 
     def _evaluate(self, w):
         return self.evaluate(w)

@@ -509,3 +509,20 @@ def test_loss_repr_and_shape():
     loss = Hinge(sp.csr_matrix(X3), [1.0, -1.0, 1.0])
     assert repr(loss) == "Hinge(m=3, d=2, sparse)"
     assert loss.shape == (2,) and loss.dim == 2 and loss.lower_bound == 0.0
+
+
+def test_generic_line_evaluations_are_counted():
+    """A generic line calls the oracle at every evaluation: each call counts in nfev (main
+    left nfev == 0 after 20 of them), and a NaN there is a numerical error, not a value."""
+    from nsopt.oracle import CountingOracle, OracleNumericalError
+
+    f = nsopt.FunctionOracle(lambda x: float(x @ x) if x[0] > -1.5 else math.nan, lambda x: 2 * x, dim=3)
+    counted = CountingOracle(f)
+    line = counted.restrict(np.ones(3), -np.ones(3))
+    for eta in np.linspace(0.0, 2.0, 20):
+        line.value(eta)
+    assert counted.nfev == 20
+    line.derivative(0.5)
+    assert counted.nfev == 21
+    with pytest.raises(OracleNumericalError):
+        line.value(3.0)
