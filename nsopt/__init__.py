@@ -10,7 +10,7 @@ from .minimize import minimize
 from .oracle import CountingOracle, FunctionOracle, LineFunction, Max, Oracle
 from .problem import RegularizedRisk
 from .result import Result, Status
-from .warmstart import path
+from .path import path
 
 __version__ = "0.1.0"
 

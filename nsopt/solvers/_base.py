@@ -21,6 +21,8 @@ from ..certificate import Certificate, L1DualCertifier, PlaneCertifier
 from ..oracle import CountingOracle, Evaluation, NonConvexError, Oracle, OracleNumericalError
 from ..problem import RegularizedRisk, as_problem
 from ..result import History, Result, Status
+from ._registry import methods_supporting
+from ._start import default_start
 
 __all__ = ["Solver", "Option", "ProblemNotSupported", "BestPoint", "BestBound"]
 
@@ -110,15 +112,6 @@ COMMON_OPTIONS = {
                            "(L1DualCertifier): True (at most a quarter of the run time), False, "
                            "or the largest share of the run time in (0, 1]; 1 = every iteration"),
 }
-
-
-def default_start(problem) -> np.ndarray:
-    """Zeros, or for a RegularizedRisk the minimiser of the regularizer, ``grad Omega*(0)``
-    (zeros for the norms, the uniform point or the prior for entropies: always in the
-    domain)."""
-    if isinstance(problem, RegularizedRisk):
-        return np.array(problem.reg.conjugate_grad(np.zeros(problem.dim)), dtype=np.float64)
-    return np.zeros(problem.dim)
 
 
 class BestPoint:
@@ -255,8 +248,6 @@ class Solver:
 
     def check_problem(self, problem: Oracle) -> None:
         """Raise :class:`ProblemNotSupported` naming what is missing and which methods can."""
-        from . import methods_supporting
-
         reason = self.unsupported_reason(problem)
         if reason is not None:
             raise ProblemNotSupported(

@@ -19,8 +19,10 @@ import numpy as np
 from ..bundle import PlaneBundle
 from ._base import Solver
 from ._cutting_plane import PLANE_OPTIONS, add_and_solve, bundle_planes, master_solver, new_bundle
+from ._registry import register
 
 
+@register
 class BMRM(Solver):
     r"""Bundle Method for Regularized Risk Minimization.
 

@@ -33,6 +33,7 @@ from ..oracle import Oracle
 from ..problem import RegularizedRisk
 from ..regularizers import L2
 from ._base import Option, Solver
+from ._registry import register
 
 try:  # the multiclass losses (written concurrently); supported when present
     from ..losses.vector import MulticlassHinge, ScaledMulticlassHinge
@@ -174,6 +175,7 @@ def spectral_norm_sq(form: SaddleForm, dim: int) -> float:
         return est * 1.1
 
 
+@register
 class ExcessiveGap(Solver):
     r"""Nesterov's excessive gap technique on the SVM-type dual ([SZV09]_ Alg. 1, "Pragam").
 

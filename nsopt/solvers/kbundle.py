@@ -17,12 +17,14 @@ from ..bundle import PlaneBundle
 from ..regularizers import L2
 from ._base import Option, Solver, positive_int
 from ._cutting_plane import PLANE_OPTIONS, add_and_solve, master_solver, new_bundle
+from ._registry import register
 
 
 def _bundle_size(v):
     return None if v is None else positive_int("bundle_size", 2)(v)
 
 
+@register
 class KBundle(Solver):
     r"""BMRM with a bundle of at most ``bundle_size`` planes kept by aggregation.
 

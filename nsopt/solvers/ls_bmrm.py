@@ -17,9 +17,11 @@ import numpy as np
 from ..bundle import PlaneBundle
 from ._base import Option, Solver, in_range
 from ._cutting_plane import PLANE_OPTIONS, add_and_solve, bundle_planes, master_solver, new_bundle
+from ._registry import register
 from ..linesearch import exact_line_search
 
 
+@register
 class LSBMRM(Solver):
     r"""BMRM with a line search between the best point and the master minimiser.
 

@@ -21,7 +21,9 @@ from ..inner import QPSimplex
 from ..problem import RegularizedRisk, as_problem
 from ..regularizers import L2
 from ._base import COMMON_OPTIONS, Option, Solver, in_range, positive_int
+from ._start import sgd_start
 from ._cutting_plane import PLANE_OPTIONS, add_and_solve, bundle_planes, master_solver, new_bundle
+from ._registry import register
 
 _L2 = L2()
 
@@ -58,6 +60,7 @@ def _variant(v):
     return v
 
 
+@register
 class ProximalBundle(Solver):
     """Proximal bundle methods: ``variant="auto"`` (default), ``"proximal"`` or ``"trust-region"``.
 
@@ -191,7 +194,6 @@ class ProxBMRM(ProximalBundle):
 
     def init(self, problem, x0):
         if self.config["init"] == "sgd" and not np.any(x0):
-            from ..warmstart import sgd_start
             x0 = sgd_start(problem, passes=self.sgd_passes)
         bundle = new_bundle(problem, planes=self.planes, n_models=self.n_models)
         norm = float(np.linalg.norm(x0))
@@ -456,3 +458,8 @@ class _AutoProximalBundle(ProximalBundle):
 
     def run(self, problem, x0=None, callback=None):
         return self.choose(problem).run(problem, x0, callback)
+
+
+
+#: the registry entry's options: those of either variant (``nsopt.path`` reads "planes" here)
+ProximalBundle.options = _AutoProximalBundle.options

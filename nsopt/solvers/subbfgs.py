@@ -29,6 +29,7 @@ from ..losses import Logistic
 from ..problem import RegularizedRisk
 from ..regularizers import L1
 from ._base import Option, Solver, in_range, positive_int
+from ._registry import register
 
 __all__ = ["SubBFGS", "SubLBFGS", "descent_direction", "DescentDirection",
            "DenseInverseHessian", "LBFGSInverseHessian"]
@@ -244,6 +245,7 @@ def _pseudo_gradient(w, loss_grad, lam):
 # ----------------------------------------------------------------------------------------
 # The solvers
 # ----------------------------------------------------------------------------------------
+@register
 class SubBFGS(Solver):
     r"""subBFGS ([YVGS10]_ Alg. 1): BFGS for nonsmooth convex functions, dense :math:`B_t`.
 
@@ -537,6 +539,7 @@ class SubBFGS(Solver):
             "n_shifts", "n_armijo_violations", "n_line_evals", "unbounded", "mode")}
 
 
+@register
 class SubLBFGS(SubBFGS):
     r"""subLBFGS ([YVGS10]_ Sec. 3.5): :class:`SubBFGS` with the last ``memory`` curvature
     pairs instead of a dense :math:`B_t` (two-loop recursion, O(memory d) per product).
