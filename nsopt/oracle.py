@@ -46,7 +46,10 @@ class Evaluation(NamedTuple):
     """One oracle call at ``w``: the function value and a subgradient.
 
     For a :class:`~nsopt.RegularizedRisk` the loss part is reported too (``loss_value``,
-    ``loss_subgradient``): it is a cutting plane of the risk, which certificates collect.
+    ``loss_subgradient``): it is a cutting plane of the risk, which certificates collect. A
+    margin loss (``loss.dual_upper`` set) also reports ``loss_dual``, the dual point :math:`t`
+    (one entry per example) whose ``loss.dual_plane(t)`` is that plane: the evidence
+    :meth:`~nsopt.Certificate.check` verifies.
     """
 
     w: np.ndarray
@@ -54,6 +57,7 @@ class Evaluation(NamedTuple):
     subgradient: np.ndarray
     loss_value: float | None = None
     loss_subgradient: np.ndarray | None = None
+    loss_dual: np.ndarray | None = None
 
 
 class Oracle:

@@ -83,12 +83,16 @@ def in_range(name, lo, hi, lo_open=False, hi_open=False):
 
 
 def _dual_share(v):
-    """``certify_dual``: a bool, or a time share in (0, 1]."""
+    """``certify_dual``: a bool, a work share in (0, 1], or ``("time", share)``."""
     if isinstance(v, (bool, np.bool_)):
         return bool(v)
     if isinstance(v, (int, float)) and 0.0 < v <= 1.0:
         return float(v)
-    raise ValueError(f"certify_dual must be True, False or a share in (0, 1], got {v!r}")
+    if (isinstance(v, tuple) and len(v) == 2 and v[0] == "time"
+            and isinstance(v[1], (int, float)) and 0.0 < v[1] <= 1.0):
+        return ("time", float(v[1]))
+    raise ValueError(f"certify_dual must be True, False, a share in (0, 1] or ('time', share), "
+                     f"got {v!r}")
 
 
 COMMON_OPTIONS = {
@@ -103,8 +107,10 @@ COMMON_OPTIONS = {
                              "planes kept by the plane certifier"),
     "certify_dual": Option(True, _dual_share,
                            "on L1 + margin losses, also bound by corrected Fenchel dual points "
-                           "(L1DualCertifier): True (at most a quarter of the run time), False, "
-                           "or the largest share of the run time in (0, 1]; 1 = every iteration"),
+                           "(L1DualCertifier): True (at most a quarter of the run's data "
+                           "passes), False, the largest share of the passes in (0, 1] (1 = every "
+                           "iteration), or ('time', share) for a share of the run time "
+                           "(not reproducible)"),
 }
 
 
@@ -140,7 +146,8 @@ class Solver:
     implement ``init`` and ``step``; see :mod:`nsopt.solvers._base`.
 
     A ``State`` may carry ``lower_bound`` (a valid lower bound proven by the solver itself)
-    and ``a_bar``, ``b_bar`` (its plane evidence), ``w_best`` and ``fun_best`` (a point the
+    and ``evidence`` (its proof, an :class:`~nsopt.certificate.Evidence`: on a RegularizedRisk a
+    bound without evidence is not reported), ``w_best`` and ``fun_best`` (a point the
     solver valued exactly without an oracle call, e.g. by a line search), ``unbounded`` (True
     when the objective was found to decrease without bound), and ``converged`` (True when the solver's
     own stationarity test holds, for problems where no lower bound is known); ``self_certifying = True`` means this bound
@@ -224,7 +231,10 @@ class Solver:
         """The L1 dual-point certifier where it applies (any solver: it adds to their bound)."""
         share = self.config["certify_dual"]
         if share is not False and L1DualCertifier.applies(problem):
-            return L1DualCertifier(problem, budget=0.25 if share is True else share)
+            clock = "passes"
+            if isinstance(share, tuple):
+                clock, share = share
+            return L1DualCertifier(problem, budget=0.25 if share is True else share, clock=clock)
         return None
 
     def run(self, problem, x0=None, callback=None) -> Iterator[tuple[Any, Any, Status | None]]:
@@ -239,7 +249,10 @@ class Solver:
         history = History(self.history_fields)
         printer = _Printer() if cfg["verbose"] else None
         t0 = time.perf_counter()
-        lower, evidence = -math.inf, (None, None)
+        # certificate: the best bound with evidence (nsopt.certificate.Evidence); on a problem
+        # that is not a RegularizedRisk a solver's own bound counts without evidence
+        lower, evidence, source = -math.inf, None, "none"
+        needs_evidence = isinstance(problem, RegularizedRisk)
         nit = 0
         status = None
         try:
@@ -249,17 +262,19 @@ class Solver:
         while status is None or state is not None:
             # certificate: the solver's own bound, the shared certifier's, the best so far
             own = getattr(state, "lower_bound", -math.inf)
-            if own > lower:
-                lower, evidence = own, (getattr(state, "a_bar", None), getattr(state, "b_bar", None))
+            own_evidence = getattr(state, "evidence", None)
+            if own > lower and (own_evidence is not None or not needs_evidence):
+                lower, evidence, source = own, own_evidence, self.certificate_source
             if certifier is not None and (nit % cfg["certify_every"] == 0 or status is not None):
-                cb, ca, cbb = certifier.bound()
+                cb, cev = certifier.bound()
                 if cb > lower:
-                    lower, evidence = cb, (ca, cbb)
-            if dual is not None and (status is not None or dual.due(time.perf_counter() - t0)):
-                db, da, dbb = dual.bound(best.w)
+                    lower, evidence, source = cb, cev, "planes"
+            if dual is not None and (status is not None or dual.due(
+                    2 * oracle.nfev if dual.clock == "passes" else time.perf_counter() - t0)):
+                db, dev = dual.bound(best.w)
                 dual.feedback(db > lower)
                 if db > lower:
-                    lower, evidence = db, (da, dbb)
+                    lower, evidence, source = db, dev, "dual-point"
             fun = best.fun
             gap = fun - lower
             row = dict(iteration=nit, time=time.perf_counter() - t0, fun=fun, lower_bound=lower,
@@ -309,14 +324,12 @@ class Solver:
                 continue
         if printer:
             printer.finish(status)
-        source = self.certificate_source if evidence[0] is not None or lower > -math.inf else "none"
-        if certifier is not None and evidence[0] is not None and lower == certifier.best[0]:
-            source = "planes"
-        if dual is not None and evidence[0] is not None and lower == dual.best[0]:
-            source = "dual-point"
-        cert = Certificate(upper=best.fun, lower=lower, gap=best.fun - lower, source=source,
-                           a_bar=evidence[0], b_bar=evidence[1])
         x = best.w if best.w is not None else x0
+        if needs_evidence:
+            cert = Certificate.from_evidence(problem, x, best.fun, lower, source, evidence)
+        else:
+            cert = Certificate(upper=best.fun, lower=lower, gap=best.fun - lower,
+                               source=source if lower > -math.inf else "none", x=np.array(x))
         info = self.info(state) if (hasattr(self, "info") and state is not None) else {}
         result = Result(
             x=np.array(x), fun=float(best.fun), lower_bound=float(lower), gap=float(best.fun - lower),

@@ -66,7 +66,11 @@ PLANE_OPTIONS = {
 
 
 class Master(NamedTuple):
-    """The result of one model update: the master solution and bookkeeping."""
+    """The result of one model update: the master solution and bookkeeping.
+
+    ``dual_value`` is the bound proven at the multipliers made exactly feasible
+    (:meth:`PlaneBundle.certify`), ``evidence`` its proof (None: a plane without evidence, e.g.
+    a user's warm-start plane, has a positive multiplier)."""
 
     alpha: np.ndarray
     dual_value: float
@@ -75,6 +79,15 @@ class Master(NamedTuple):
     b_bar: float
     seconds: float
     n_iter: int
+    evidence: object = None
+
+
+def evidence_kind(problem) -> tuple[str, int | None]:
+    """``("dual", m)`` for a margin loss (planes carry dual points), else ``("points", None)``."""
+    loss = problem.loss
+    if getattr(loss, "dual_upper", None) is not None:
+        return "dual", loss.m
+    return "points", None
 
 
 def new_bundle(problem, fixed_floor: bool = True, planes=None, n_models: int = 1) -> PlaneBundle:
@@ -85,20 +98,19 @@ def new_bundle(problem, fixed_floor: bool = True, planes=None, n_models: int = 1
     when the loss is nonnegative (``loss.lower_bound == 0``: every partial risk is then
     nonnegative too); warm-start planes are not supported then.
     """
-    bundle = PlaneBundle(problem.dim, metric=problem.reg.gram_metric, n_blocks=n_models)
+    kind, m = evidence_kind(problem)
+    bundle = PlaneBundle(problem.dim, metric=problem.reg.gram_metric, n_blocks=n_models,
+                         evidence=kind, n_examples=m)
     floor = problem.loss.lower_bound
     if n_models > 1:
         if planes is not None:
             raise ValueError("warm-start planes are for a single cutting-plane model (n_models=1)")
         if floor == 0.0:
             for p in range(n_models):
-                bundle.add_fixed(np.zeros(problem.dim), 0.0, block=p)
+                bundle.add_floor(0.0, block=p)
         return bundle
     if math.isfinite(floor):
-        if fixed_floor:
-            bundle.add_fixed(np.zeros(problem.dim), float(floor))
-        else:
-            bundle.add(np.zeros(problem.dim), float(floor))
+        bundle.add_floor(float(floor), fixed=fixed_floor)
     if planes is not None:
         A, b = planes
         if A.shape[1] != problem.dim:
@@ -130,15 +142,22 @@ def add_and_solve(problem, bundle: PlaneBundle, alpha: np.ndarray, ev, master, *
     if groups is None:
         if max_planes is not None and bundle.n >= max_planes:
             alpha = bundle.compress(alpha, max_planes, keep_newest=keep_newest)
-        bundle.add_at(ev.w, ev.loss_value, ev.loss_subgradient)
+        bundle.add_at(ev.w, ev.loss_value, ev.loss_subgradient, dual=ev.loss_dual)
         n_new = 1
     else:
         values, subgradients = groups
         for p in range(len(values)):
             if max_planes is not None and alpha.size == bundle.n:
                 alpha = bundle.compress(alpha, max_planes, keep_newest=keep_newest, block=p)
+        t = ev.loss_dual
+        if t is not None:  # part p's plane is that of t restricted to its rows
+            cuts = np.linspace(0, t.size, len(values) + 1).astype(np.int64)
         for p, (value, a) in enumerate(zip(values, subgradients)):
-            bundle.add_at(ev.w, value, a, block=p)
+            t_p = None
+            if t is not None:
+                t_p = np.zeros(t.size)
+                t_p[cuts[p]:cuts[p + 1]] = t[cuts[p]:cuts[p + 1]]
+            bundle.add_at(ev.w, value, a, block=p, dual=t_p)
         n_new = len(values)
     warm = (np.append(alpha, np.zeros(n_new))
             if alpha.size == bundle.n - n_new and alpha.sum() > 0 else None)
@@ -147,8 +166,8 @@ def add_and_solve(problem, bundle: PlaneBundle, alpha: np.ndarray, ev, master, *
     sol = master.solve(bundle, problem.reg, problem.lam, warm=warm, tol=tol)
     seconds = time.perf_counter() - t0
     bundle.update_ages(sol.alpha)
-    a_bar, b_bar = bundle.combine(sol.alpha)
-    return Master(sol.alpha, sol.dual_value, sol.w, a_bar, b_bar, seconds, sol.n_iter)
+    value, a_bar, b_bar, evidence = bundle.certify(problem.reg, problem.lam, sol.alpha)
+    return Master(sol.alpha, value, sol.w, a_bar, b_bar, seconds, sol.n_iter, evidence)
 
 
 def master_solver(problem, option: str):
