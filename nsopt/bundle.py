@@ -233,6 +233,23 @@ class PlaneBundle:
     def __len__(self) -> int:
         return self.n
 
+    def rows(self, start: int = 0):
+        """Copies of the slopes of planes ``start..n-1``: a dense array in row storage, a
+        scipy.sparse CSR matrix in list storage (no dense n x d copy)."""
+        if self._A is not None:
+            return self._A[start: self.n].copy()
+        data, indices, indptr = [], [], [0]
+        for r in self._rows[start:]:
+            if isinstance(r, _Sparse):
+                idx, val = r.idx, r.val
+            else:
+                idx = np.flatnonzero(r)
+                val = r[idx]
+            indices.append(idx); data.append(val); indptr.append(indptr[-1] + idx.size)
+        cat = (lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt))
+        return sp.csr_matrix((cat(data, np.float64), cat(indices, np.int64), np.array(indptr)),
+                             shape=(self.n - start, self.dim))
+
     # --- products ---------------------------------------------------------------------
     def matvec(self, w: np.ndarray) -> np.ndarray:
         """``A w`` (length n)."""
@@ -541,7 +558,8 @@ class PlaneBundle:
         of :math:`R = \sum_p R_p`: the plain sum is right in both cases.
         """
         alpha = np.asarray(alpha, dtype=np.float64)[: self.n]
-        return self.rmatvec(alpha), float(alpha @ self.b)
+        support = np.flatnonzero(alpha)
+        return self.rmatvec(alpha), float(alpha[support] @ self.b[support])
 
     def model(self, w: np.ndarray) -> float:
         r"""The cutting-plane model at ``w``: :math:`\max_i \langle a_i, w\rangle + b_i`, or with

@@ -376,7 +376,8 @@ def finish_quadratic(bundle, reg, lam, alpha, n_iter, blocks=None) -> InnerSolut
         blocks = bundle_blocks(bundle)
     a_bar = bundle.rmatvec(alpha)
     w = -(bundle.rmatvec(alpha, metric=True) if bundle.metric is not None else a_bar) / lam
-    b_dot = float(alpha @ bundle.b)
+    support = np.flatnonzero(alpha)
+    b_dot = float(alpha[support] @ bundle.b[support])
     dual = b_dot - lam * float(reg.conjugate(-a_bar / lam))
     dual_gram = b_dot + 0.5 * float(a_bar @ w)  # the same value through the bundle's metric
     if not abs(dual - dual_gram) <= 1e-8 * (1.0 + abs(b_dot) + abs(dual - b_dot)):

@@ -131,7 +131,13 @@ class ScalarLoss(Oracle):
         """``(R(w), a, t)``: value and subgradient as :meth:`value_and_subgradient`, and for a
         margin loss the dual point :math:`t_i = -y_i g_i / c_i` (:math:`g_i = c_i l'(z_i, y_i)`
         the kernel's derivative), whose ``dual_plane(t)`` is the plane ``(a, R(w) - <a, w>)``
-        (Fenchel-Young with equality at :math:`t`); None for other losses. Same data passes."""
+        (Fenchel-Young with equality at :math:`t`); None for other losses. Same data passes.
+        A subclass or instance that overrides ``_value_and_subgradient`` is honoured (no dual
+        point then: its planes are not known to be those of a dual point)."""
+        if ("_value_and_subgradient" in self.__dict__
+                or type(self)._value_and_subgradient is not ScalarLoss._value_and_subgradient):
+            r, a = self._value_and_subgradient(w)
+            return r, a, None
         z = self.data.dot(w)
         g = np.empty(self.m)
         r = self._grad_kernel(z, self.y, self.c, np.zeros(self.m), g)
@@ -167,7 +173,7 @@ class ScalarLoss(Oracle):
         return np.ones_like(t)
 
     def dual_variables(self, w: np.ndarray) -> np.ndarray:
-        """:math:`t_i = -y_i\, l'(\langle x_i, w\rangle, y_i)` (default subgradient), one
+        r""":math:`t_i = -y_i\, l'(\langle x_i, w\rangle, y_i)` (default subgradient), one
         data pass."""
         g = np.empty(self.m)
         self._grad_kernel(self.data.dot(w), self.y, self.c, np.zeros(self.m), g)

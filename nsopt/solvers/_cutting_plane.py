@@ -17,6 +17,7 @@ import time
 from typing import NamedTuple
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..bundle import PlaneBundle
 from ..inner import select
@@ -45,11 +46,13 @@ def _planes(v):
         return None
     try:
         A, b = v
-        A = np.atleast_2d(np.asarray(A, dtype=np.float64))
+        A = (sp.csr_matrix(A, dtype=np.float64) if sp.issparse(A)
+             else np.atleast_2d(np.asarray(A, dtype=np.float64)))
         b = np.asarray(b, dtype=np.float64).reshape(-1)
     except (TypeError, ValueError) as exc:
         raise ValueError("planes must be a pair (A, b): slopes (n, d) and offsets (n,)") from exc
-    if A.shape[0] != b.shape[0] or not (np.isfinite(A).all() and np.isfinite(b).all()):
+    values = A.data if sp.issparse(A) else A
+    if A.shape[0] != b.shape[0] or not (np.isfinite(values).all() and np.isfinite(b).all()):
         raise ValueError(f"planes: A has {A.shape[0]} rows and b {b.shape[0]} entries (finite)")
     return A, b
 
@@ -115,15 +118,16 @@ def new_bundle(problem, fixed_floor: bool = True, planes=None, n_models: int = 1
         A, b = planes
         if A.shape[1] != problem.dim:
             raise ValueError(f"warm-start planes have dimension {A.shape[1]}, expected {problem.dim}")
-        for a_i, b_i in zip(A, b):
-            bundle.add(a_i, b_i)
+        for i, b_i in enumerate(b):
+            bundle.add(A[i], b_i)
     return bundle
 
 
 def bundle_planes(bundle: PlaneBundle) -> tuple[np.ndarray, np.ndarray]:
-    """The ordinary (non-fixed) planes as ``(A, b)`` copies, for ``Result.info['planes']``."""
+    """The ordinary (non-fixed) planes as ``(A, b)`` copies, for ``Result.info['planes']``
+    (``A`` a scipy.sparse CSR matrix when the bundle stores sparse rows)."""
     k = bundle.n_fixed
-    return bundle.A[k:].copy(), bundle.b[k:].copy()
+    return bundle.rows(k), bundle.b[k:].copy()
 
 
 def add_and_solve(problem, bundle: PlaneBundle, alpha: np.ndarray, ev, master, *,
@@ -161,7 +165,7 @@ def add_and_solve(problem, bundle: PlaneBundle, alpha: np.ndarray, ev, master, *
         n_new = len(values)
     warm = (np.append(alpha, np.zeros(n_new))
             if alpha.size == bundle.n - n_new and alpha.sum() > 0 else None)
-    tol = inner_rtol * outer_gap if (inner_rtol > 0 and math.isfinite(outer_gap)) else None
+    tol = inner_rtol * max(outer_gap, 0.0) if (inner_rtol > 0 and math.isfinite(outer_gap)) else None
     t0 = time.perf_counter()
     sol = master.solve(bundle, problem.reg, problem.lam, warm=warm, tol=tol)
     seconds = time.perf_counter() - t0
