@@ -2,10 +2,29 @@ r"""PlaneBundle: the one place where cutting planes are stored.
 
 A cutting plane of the risk :math:`R` at :math:`w_i` is :math:`R(v) \ge \langle a_i, v\rangle + b_i`
 with :math:`a_i \in \partial R(w_i)` and :math:`b_i = R(w_i) - \langle a_i, w_i\rangle`
-([TVSL10]_ Alg. 2, l. 4). The bundle keeps the planes as rows of a preallocated array ``A``
-(capacity x d), their offsets ``b``, an inactivity counter ``age`` per plane and the Gram
-matrix :math:`G_{ij} = a_i^T M a_j` kept current at O(n d) per :meth:`add`, where ``M`` is the
-metric of a quadratic regularizer (identity for L2, :math:`Q^{-1}` for ``QuadraticForm``).
+([TVSL10]_ Alg. 2, l. 4). The bundle keeps the slopes, their offsets ``b``, an inactivity
+counter ``age`` per plane and the Gram matrix :math:`G_{ij} = a_i^T M a_j` (dense, n x n) kept
+current at O(n d) per :meth:`add`, where ``M`` is the metric of a quadratic regularizer
+(identity for L2, :math:`Q^{-1}` for ``QuadraticForm``).
+
+Storage follows the size: while ``capacity x d`` doubles fit in ``dense_limit`` bytes (32 MB)
+the slopes are rows of one preallocated array; beyond, a list of per-plane rows, each kept
+sparse (indices and values) when at most a quarter of it is nonzero. So d = 10^6 sparse
+features with 10^4 nonzeros per slope cost about 160 kB per plane, not 8 MB, and nothing is
+preallocated. Readers use :meth:`combine` / :meth:`rmatvec` (:math:`A^T\alpha`) and
+:meth:`matvec` (:math:`Aw`); ``A`` and ``MA`` materialise dense copies (the LP and smooth
+backends only).
+
+Evidence ([DESIGN.md sec. 5, "Certificates are shared"]): with ``evidence="dual"`` (margin
+losses) every plane carries the dual vector :math:`t` (one value per example) whose
+:meth:`~nsopt.losses.ScalarLoss.dual_plane` it is; with ``evidence="points"`` a recipe, a sparse
+weight vector over a store of query points (key ``-1``: the loss's floor plane). Both are
+combined, aggregated, dropped and permuted exactly like the slopes, so :meth:`evidence` turns
+multipliers into a :class:`~nsopt.certificate.DualPoint` or
+:class:`~nsopt.certificate.QueryPoints` that :meth:`~nsopt.certificate.Certificate.check`
+verifies from the data. Cost: ``dual``, n x m floats; ``points``, one d-vector per query point
+still referenced by some plane (an aggregate references every point it absorbed, so under
+aggregation the store grows by one d-vector per iteration; freed when no plane references it).
 
 Multiple cutting-plane models ([UF12]_ Sec. 3.3, P-BMRM): when the risk is a sum
 :math:`R = \sum_{p=1}^P R_p` (e.g. one part per group of examples), every plane carries the index
@@ -28,16 +47,72 @@ References
 """
 from __future__ import annotations
 
+import math
 import numbers
 from typing import Callable
 
 import numpy as np
+import scipy.sparse as sp
 
 __all__ = ["PlaneBundle"]
 
+#: dense row storage while capacity x d floats fit in this many bytes
+DENSE_LIMIT = 32 * 2 ** 20
+#: in list storage, a slope with at most this fraction of nonzeros is kept sparse
+SPARSE_DENSITY = 0.25
+
+
+class _Sparse:
+    """A sparse d-vector: sorted unique ``idx`` and ``val``."""
+
+    __slots__ = ("idx", "val", "size")
+
+    def __init__(self, idx, val, size):
+        self.idx, self.val, self.size = idx, val, size
+
+    def toarray(self):
+        out = np.zeros(self.size)
+        out[self.idx] = self.val
+        return out
+
+
+def _as_row(a, size, sparse_ok):
+    if sp.issparse(a):
+        a = a.tocsr() if a.shape[0] == 1 else a.T.tocsr()
+        a.sum_duplicates()
+        idx, val = a.indices.astype(np.int64), a.data.astype(np.float64)
+        order = np.argsort(idx)
+        row = _Sparse(idx[order], val[order], size)
+        return row if sparse_ok else row.toarray()
+    a = np.asarray(a, dtype=np.float64).reshape(-1)
+    if sparse_ok:
+        idx = np.flatnonzero(a)
+        if idx.size <= SPARSE_DENSITY * size:
+            return _Sparse(idx, a[idx], size)
+    return np.array(a, dtype=np.float64)
+
+
+def _dot(r, s) -> float:
+    if isinstance(r, _Sparse):
+        if isinstance(s, _Sparse):
+            _, i, j = np.intersect1d(r.idx, s.idx, assume_unique=True, return_indices=True)
+            return float(r.val[i] @ s.val[j])
+        return float(r.val @ s[r.idx])
+    if isinstance(s, _Sparse):
+        return float(s.val @ r[s.idx])
+    return float(r @ s)
+
+
+def _axpy(out, c, r) -> None:
+    if isinstance(r, _Sparse):
+        out[r.idx] += c * r.val
+    else:
+        out += c * r
+
 
 class PlaneBundle:
-    """Cutting planes ``(a_i, b_i)`` with their Gram matrix, inactivity counters and models.
+    """Cutting planes ``(a_i, b_i)`` with their Gram matrix, inactivity counters, models and
+    evidence.
 
     Parameters
     ----------
@@ -47,10 +122,18 @@ class PlaneBundle:
         The metric of the Gram matrix; identity when omitted.
     capacity : int
         Initial storage; it doubles when full (a hard cap is the solver's ``max_planes``).
+        Rows of d floats are preallocated only while ``capacity * d * 8 <= dense_limit``.
     n_blocks : int, default 1
         Number of cutting-plane models ``P`` ([UF12]_ Sec. 3.3): plane ``i`` belongs to model
         ``block[i]`` in ``[0, n_blocks)``, and the multipliers of the master dual sum to 1 within
         each model. ``1`` is the single model.
+    evidence : {None, "dual", "points"}
+        What each plane carries to prove itself (module docstring); ``"dual"`` needs
+        ``n_examples``.
+    n_examples : int, optional
+        Length of the dual vectors (``evidence="dual"``).
+    dense_limit : int
+        Bytes of preallocated dense rows before switching to list storage.
 
     Attributes
     ----------
@@ -64,32 +147,70 @@ class PlaneBundle:
     """
 
     def __init__(self, dim: int, metric: Callable[[np.ndarray], np.ndarray] | None = None,
-                 capacity: int = 32, n_blocks: int = 1):
+                 capacity: int = 32, n_blocks: int = 1, evidence: str | None = None,
+                 n_examples: int | None = None, dense_limit: int = DENSE_LIMIT):
         if not isinstance(n_blocks, numbers.Integral) or isinstance(n_blocks, bool) or n_blocks < 1:
             raise ValueError(f"n_blocks must be an integer >= 1, got {n_blocks!r}")
+        if evidence not in (None, "dual", "points"):
+            raise ValueError(f"evidence must be None, 'dual' or 'points', got {evidence!r}")
+        if evidence == "dual" and n_examples is None:
+            raise ValueError("evidence='dual' needs n_examples (the length of the dual vectors)")
         self.dim = int(dim)
         self.metric = metric
         self.n_blocks = int(n_blocks)
+        self.evidence_kind = evidence
+        self.n_examples = None if n_examples is None else int(n_examples)
+        self.dense_limit = int(dense_limit)
         capacity = max(int(capacity), 2)
-        self._A = np.zeros((capacity, self.dim))
-        self._MA = self._A if metric is None else np.zeros((capacity, self.dim))
+        if capacity * self.dim * 8 <= self.dense_limit:
+            self._A = np.zeros((capacity, self.dim))
+            self._MA = self._A if metric is None else np.zeros((capacity, self.dim))
+            self._rows = self._mrows = None
+        else:
+            self._A = self._MA = None
+            self._rows, self._mrows = [], ([] if metric is not None else None)
         self._b = np.zeros(capacity)
         self._age = np.zeros(capacity, dtype=np.int64)
         self._block = np.zeros(capacity, dtype=np.int64)
         self._G = np.zeros((capacity, capacity))
+        self._ev: list = []          # per plane: dual vector, recipe {point id: weight}, or None
+        self._points: dict = {}      # query-point store (evidence="points")
+        self._refs: dict = {}
+        self._next_id = 0
+        self._dense = None           # cached dense (A, MA) in list storage
         self.n = 0
         self.n_fixed = 0  # leading planes that drop/compress never remove (e.g. the loss's floor)
 
     # --- views (read-only by convention) ------------------------------------------------
     @property
+    def sparse_storage(self) -> bool:
+        """True when the slopes are kept as a list of (possibly sparse) rows."""
+        return self._A is None
+
+    def _dense_views(self):
+        if self._dense is None:
+            A = np.zeros((self.n, self.dim))
+            for i, r in enumerate(self._rows):
+                _axpy(A[i], 1.0, r)
+            if self.metric is None:
+                MA = A
+            else:
+                MA = np.zeros((self.n, self.dim))
+                for i, r in enumerate(self._mrows):
+                    _axpy(MA[i], 1.0, r)
+            self._dense = (A, MA)
+        return self._dense
+
+    @property
     def A(self) -> np.ndarray:
-        """Slopes, one plane per row (n x d)."""
-        return self._A[: self.n]
+        """Slopes, one plane per row (n x d; a dense copy in list storage: prefer
+        :meth:`matvec` / :meth:`rmatvec`)."""
+        return self._A[: self.n] if self._A is not None else self._dense_views()[0]
 
     @property
     def MA(self) -> np.ndarray:
-        """Slopes mapped by the metric, ``M a_i`` per row (n x d)."""
-        return self._MA[: self.n]
+        """Slopes mapped by the metric, ``M a_i`` per row (n x d; see :attr:`A`)."""
+        return self._MA[: self.n] if self._MA is not None else self._dense_views()[1]
 
     @property
     def b(self) -> np.ndarray:
@@ -112,6 +233,44 @@ class PlaneBundle:
     def __len__(self) -> int:
         return self.n
 
+    def rows(self, start: int = 0):
+        """Copies of the slopes of planes ``start..n-1``: a dense array in row storage, a
+        scipy.sparse CSR matrix in list storage (no dense n x d copy)."""
+        if self._A is not None:
+            return self._A[start: self.n].copy()
+        data, indices, indptr = [], [], [0]
+        for r in self._rows[start:]:
+            if isinstance(r, _Sparse):
+                idx, val = r.idx, r.val
+            else:
+                idx = np.flatnonzero(r)
+                val = r[idx]
+            indices.append(idx); data.append(val); indptr.append(indptr[-1] + idx.size)
+        cat = (lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt))
+        return sp.csr_matrix((cat(data, np.float64), cat(indices, np.int64), np.array(indptr)),
+                             shape=(self.n - start, self.dim))
+
+    # --- products ---------------------------------------------------------------------
+    def matvec(self, w: np.ndarray) -> np.ndarray:
+        """``A w`` (length n)."""
+        if self._A is not None:
+            return self._A[: self.n] @ w
+        return np.array([_dot(r, w) for r in self._rows], dtype=np.float64).reshape(self.n)
+
+    def rmatvec(self, alpha: np.ndarray, metric: bool = False) -> np.ndarray:
+        """``A^T alpha`` (or ``(M A)^T alpha`` with ``metric=True``), a dense d-vector,
+        summed over the support of ``alpha``."""
+        alpha = np.asarray(alpha, dtype=np.float64)[: self.n]
+        support = np.flatnonzero(alpha)
+        if self._A is not None:
+            M = self._MA if metric else self._A
+            return alpha[support] @ M[support] if support.size else np.zeros(self.dim)
+        rows = self._mrows if (metric and self.metric is not None) else self._rows
+        out = np.zeros(self.dim)
+        for i in support:
+            _axpy(out, alpha[i], rows[i])
+        return out
+
     # --- mutation -----------------------------------------------------------------------
     def _check_block(self, block) -> int:
         if (not isinstance(block, numbers.Integral) or isinstance(block, bool)
@@ -123,70 +282,168 @@ class PlaneBundle:
         return int(block)
 
     def _grow(self) -> None:
-        cap = 2 * self._A.shape[0]
-        A = np.zeros((cap, self.dim)); A[: self.n] = self.A
-        if self.metric is None:
-            MA = A
-        else:
-            MA = np.zeros((cap, self.dim)); MA[: self.n] = self.MA
-        b = np.zeros(cap); b[: self.n] = self.b
-        age = np.zeros(cap, dtype=np.int64); age[: self.n] = self.age
-        block = np.zeros(cap, dtype=np.int64); block[: self.n] = self.block
-        G = np.zeros((cap, cap)); G[: self.n, : self.n] = self.G
-        self._A, self._MA, self._b, self._age, self._block, self._G = A, MA, b, age, block, G
+        cap = 2 * self._b.shape[0]
+        n = self.n
+        if self._A is not None:
+            if cap * self.dim * 8 <= self.dense_limit:
+                A = np.zeros((cap, self.dim)); A[:n] = self.A
+                if self.metric is None:
+                    MA = A
+                else:
+                    MA = np.zeros((cap, self.dim)); MA[:n] = self.MA
+                self._A, self._MA = A, MA
+            else:  # switch to list storage
+                self._rows = [_as_row(self._A[i], self.dim, True) for i in range(n)]
+                if self.metric is not None:
+                    self._mrows = [_as_row(self._MA[i], self.dim, True) for i in range(n)]
+                self._A = self._MA = None
+        b = np.zeros(cap); b[:n] = self.b
+        age = np.zeros(cap, dtype=np.int64); age[:n] = self.age
+        block = np.zeros(cap, dtype=np.int64); block[:n] = self.block
+        G = np.zeros((cap, cap)); G[:n, :n] = self.G
+        self._b, self._age, self._block, self._G = b, age, block, G
 
-    def add(self, a: np.ndarray, b: float, block: int = 0) -> int:
+    def _ref(self, recipe, step: int) -> None:
+        if not isinstance(recipe, dict):
+            return
+        for key in recipe:
+            if key < 0:
+                continue
+            left = self._refs[key] + step
+            if left <= 0:
+                del self._refs[key], self._points[key]
+            else:
+                self._refs[key] = left
+
+    def add(self, a, b: float, block: int = 0, evidence=None) -> int:
         """Append the plane ``<a, v> + b`` of model ``block``; return its index.
 
-        Costs O(n d) for the Gram row. ``block`` outside ``[0, n_blocks)`` is a ``ValueError``.
+        ``a`` may be dense or a scipy.sparse vector. ``evidence`` is the plane's proof (a dual
+        vector with ``evidence="dual"``, a recipe ``{point id: weight}`` with ``"points"``;
+        None: the plane is unproven, e.g. a user's warm-start plane). Costs O(n nnz(a)) for the
+        Gram row. ``block`` outside ``[0, n_blocks)`` is a ``ValueError``.
         """
         block = self._check_block(block)
-        if self.n == self._A.shape[0]:
+        if self.n == self._b.shape[0]:
             self._grow()
         i = self.n
-        self._A[i] = a
-        if self.metric is not None:
-            self._MA[i] = self.metric(np.asarray(a, dtype=np.float64))
+        if self._A is not None:
+            self._A[i] = a.toarray().reshape(-1) if sp.issparse(a) else a
+            if self.metric is not None:
+                self._MA[i] = self.metric(np.array(self._A[i]))
+            row = self._A[: i + 1] @ self._MA[i]
+        else:
+            r = _as_row(a, self.dim, True)
+            self._rows.append(r)
+            if self.metric is not None:
+                dense = r.toarray() if isinstance(r, _Sparse) else r
+                self._mrows.append(_as_row(self.metric(dense), self.dim, True))
+                mr = self._mrows[i]
+            else:
+                mr = r
+            row = np.array([_dot(s, mr) for s in self._rows])
+            self._dense = None
         self._b[i] = b
         self._age[i] = 0
         self._block[i] = block
-        row = self._A[: i + 1] @ self._MA[i]
         self._G[i, : i + 1] = row
         self._G[: i + 1, i] = row
+        if self.evidence_kind == "dual" and evidence is not None:
+            evidence = np.asarray(evidence, dtype=np.float64)
+        self._ev.append(evidence)
+        self._ref(evidence, +1)
         self.n = i + 1
         return i
 
-    def add_fixed(self, a: np.ndarray, b: float, block: int = 0) -> int:
+    def add_fixed(self, a: np.ndarray, b: float, block: int = 0, evidence=None) -> int:
         """Add a plane of model ``block`` that is never dropped or aggregated (only before any
         ordinary plane; with several models, typically one floor plane per model)."""
         if self.n != self.n_fixed:
             raise RuntimeError("fixed planes must be added before any other plane")
-        i = self.add(a, b, block)
+        i = self.add(a, b, block, evidence)
         self.n_fixed += 1
         return i
 
-    def add_at(self, w: np.ndarray, value: float, a: np.ndarray, block: int = 0) -> int:
+    def add_floor(self, value: float, block: int = 0, fixed: bool = True) -> int:
+        """The loss's floor plane :math:`R \\ge` ``value`` (slope 0), with its evidence: the
+        dual point 0 (margin losses, whose floor is 0 = b(0)) or the recipe ``{-1: 1}``."""
+        ev = None
+        if self.evidence_kind == "dual" and value == 0.0:
+            ev = np.zeros(self.n_examples)
+        elif self.evidence_kind == "points":
+            ev = {-1: 1.0}
+        zero = np.zeros(self.dim) if self._A is not None else sp.csr_matrix((1, self.dim))
+        if fixed:
+            return self.add_fixed(zero, float(value), block, ev)
+        return self.add(zero, float(value), block, ev)
+
+    def add_at(self, w: np.ndarray, value: float, a: np.ndarray, block: int = 0,
+               dual: np.ndarray | None = None) -> int:
         """Add the plane of model ``block`` of a function with ``value`` and subgradient ``a``
-        at ``w``."""
-        return self.add(a, float(value) - float(a @ w), block)
+        at ``w``; ``dual``: its dual vector (``evidence="dual"``). With ``evidence="points"``,
+        ``w`` is kept (by reference: do not mutate it) as the plane's query point."""
+        ev = None
+        if self.evidence_kind == "dual":
+            ev = dual
+        elif self.evidence_kind == "points":
+            key = self._next_id
+            self._next_id += 1
+            self._points[key] = w
+            self._refs[key] = 0
+            ev = {key: 1.0}
+        slope_w = float(a @ w) if not sp.issparse(a) else float((a @ w).sum())
+        return self.add(a, float(value) - slope_w, block, ev)
+
+    def _take(self, order: np.ndarray, k: int) -> None:
+        """Keep planes ``order`` (old indices) as the first ``k``; release dropped evidence."""
+        kept = set(int(j) for j in order)
+        for j in range(self.n):
+            if j not in kept:
+                self._ref(self._ev[j], -1)
+        self._ev = [self._ev[j] for j in order]
+        if self._A is not None:
+            self._A[:k] = self._A[order]
+            if self.metric is not None:
+                self._MA[:k] = self._MA[order]
+        else:
+            self._rows = [self._rows[j] for j in order]
+            if self.metric is not None:
+                self._mrows = [self._mrows[j] for j in order]
+            self._dense = None
+        self._b[:k] = self._b[order]
+        self._age[:k] = self._age[order]
+        self._block[:k] = self._block[order]
+        self._G[:k, :k] = self._G[np.ix_(order, order)]
+        self.n = k
 
     def drop(self, mask: np.ndarray) -> np.ndarray:
         """Remove the planes where ``mask`` is True; return the kept indices (old numbering)."""
         mask = np.array(mask, dtype=bool)
         mask[: self.n_fixed] = False
         keep = np.flatnonzero(~mask)
-        k = keep.size
-        if k == self.n:
+        if keep.size == self.n:
             return keep
-        self._A[:k] = self._A[keep]
-        if self.metric is not None:
-            self._MA[:k] = self._MA[keep]
-        self._b[:k] = self._b[keep]
-        self._age[:k] = self._age[keep]
-        self._block[:k] = self._block[keep]
-        self._G[:k, :k] = self._G[np.ix_(keep, keep)]
-        self.n = k
+        self._take(keep, keep.size)
         return keep
+
+    def _combine_evidence(self, weights: np.ndarray, index: np.ndarray):
+        """The evidence of ``sum_k weights_k plane_{index_k}`` (None if a weighted plane has
+        none)."""
+        if self.evidence_kind is None:
+            return None
+        parts = [(float(c), self._ev[int(i)]) for c, i in zip(weights, index) if c != 0.0]
+        if any(ev is None for _, ev in parts):
+            return None
+        if self.evidence_kind == "dual":
+            t = np.zeros(self.n_examples)
+            for c, ev in parts:
+                t += c * ev
+            return t
+        recipe: dict = {}
+        for c, ev in parts:
+            for key, v in ev.items():
+                recipe[key] = recipe.get(key, 0.0) + c * v
+        return recipe
 
     def aggregate(self, alpha: np.ndarray, index=None) -> tuple[np.ndarray, float, float]:
         r"""Kiwiel's aggregation ([TVSL10]_ Sec. 3.1): the planes in ``index`` (all when None)
@@ -195,7 +452,8 @@ class PlaneBundle:
         Returns ``(a_hat, b_hat, alpha_hat)``; the aggregated plane is stored last, and the
         matching multiplier vector (for a warm start) is the old one restricted to the kept
         planes followed by ``alpha_hat``. Any convex combination of cutting planes is a
-        cutting plane, so the model stays a lower bound.
+        cutting plane, so the model stays a lower bound; its evidence is the same combination
+        of the planes' evidence.
 
         With several models the planes in ``index`` must all belong to one model (a
         ``ValueError`` otherwise): the weights :math:`\alpha_i / \hat\alpha` are then renormalised
@@ -212,18 +470,20 @@ class PlaneBundle:
                 f"aggregate combines planes of one model only; index holds planes of models "
                 f"{labels.tolist()} (a convex combination across models is not a plane of either)"
             )
-        weights = alpha[idx]
-        alpha_hat = float(weights.sum())
-        if alpha_hat <= 0:
-            weights = np.full(idx.size, 1.0 / idx.size)
-        else:
-            weights = weights / alpha_hat
-        a_hat = weights @ self._A[idx]
+        weights = np.maximum(alpha[idx], 0.0)
+        alpha_hat = float(alpha[idx].sum())
+        total = float(weights.sum())
+        weights = np.full(idx.size, 1.0 / idx.size) if total <= 0 else weights / total
+        full = np.zeros(self.n)
+        full[idx] = weights
+        a_hat = self.rmatvec(full)
         b_hat = float(weights @ self._b[idx])
+        ev = self._combine_evidence(weights, idx)
+        # add first (the aggregate takes its references), then drop the parts
+        self.add(a_hat, b_hat, int(labels[0]), ev)
         mask = np.zeros(self.n, dtype=bool)
         mask[idx] = True
         self.drop(mask)
-        self.add(a_hat, b_hat, int(labels[0]))
         return a_hat, b_hat, alpha_hat
 
     def compress(self, alpha: np.ndarray, max_planes: int, keep_newest: int | None = None,
@@ -280,14 +540,7 @@ class PlaneBundle:
         return alpha[order]
 
     def _permute(self, order: np.ndarray) -> None:
-        n = self.n
-        self._A[:n] = self._A[order]
-        if self.metric is not None:
-            self._MA[:n] = self._MA[order]
-        self._b[:n] = self._b[order]
-        self._age[:n] = self._age[order]
-        self._block[:n] = self._block[order]
-        self._G[:n, :n] = self._G[np.ix_(order, order)]
+        self._take(np.asarray(order), self.n)
 
     def update_ages(self, alpha: np.ndarray, tol: float = 0.0) -> None:
         """Reset the age of planes with multiplier > tol, increment the others'."""
@@ -305,7 +558,8 @@ class PlaneBundle:
         of :math:`R = \sum_p R_p`: the plain sum is right in both cases.
         """
         alpha = np.asarray(alpha, dtype=np.float64)[: self.n]
-        return alpha @ self.A, float(alpha @ self.b)
+        support = np.flatnonzero(alpha)
+        return self.rmatvec(alpha), float(alpha[support] @ self.b[support])
 
     def model(self, w: np.ndarray) -> float:
         r"""The cutting-plane model at ``w``: :math:`\max_i \langle a_i, w\rangle + b_i`, or with
@@ -313,7 +567,7 @@ class PlaneBundle:
         a model has no plane)."""
         if self.n == 0:
             return -np.inf
-        values = self.A @ w + self.b
+        values = self.matvec(w) + self.b
         if self.n_blocks == 1:
             return float(np.max(values))
         maxima = np.full(self.n_blocks, -np.inf)
@@ -334,3 +588,64 @@ class PlaneBundle:
         """
         a_bar, b_bar = self.combine(alpha)
         return b_bar - lam * reg.conjugate(-a_bar / lam)
+
+    def feasible(self, alpha: np.ndarray) -> np.ndarray:
+        """``alpha`` made exactly feasible: negatives clipped, each model's multipliers
+        renormalised to sum 1 (a master solver's rounding would otherwise leak into bounds)."""
+        alpha = np.maximum(np.asarray(alpha, dtype=np.float64)[: self.n], 0.0)
+        sums = np.bincount(self.block, weights=alpha, minlength=self.n_blocks)
+        if np.any(sums <= 0):
+            return alpha if self.n_blocks > 1 else np.full(self.n, 1.0 / max(self.n, 1))
+        return alpha / sums[self.block]
+
+    def certify(self, reg, lam: float, alpha: np.ndarray):
+        r"""The lower bound proven by ``alpha`` and its evidence: ``(value, a_bar, b_bar,
+        evidence)``.
+
+        ``alpha`` is first made feasible (:meth:`feasible`). With a conjugate that is an
+        indicator (L1) and :math:`\bar a` outside the box by rounding, the plane is mixed with
+        the floor plane (multiplier moved to the fixed planes), which keeps the bound finite.
+        ``evidence`` is a :class:`~nsopt.certificate.DualPoint` or
+        :class:`~nsopt.certificate.QueryPoints` (None without evidence or a planes' proof).
+        """
+        alpha = self.feasible(alpha)
+        a_bar, b_bar = self.combine(alpha)
+        with np.errstate(over="ignore", invalid="ignore"):
+            value = float(b_bar - lam * reg.conjugate(-a_bar / lam))
+        if not value > -math.inf and self.n_fixed and self.n_blocks == 1:
+            amax = float(np.max(np.abs(a_bar), initial=0.0))
+            if amax > 0:
+                tau = min(1.0, lam / amax) * (1.0 - 1e-12)
+                alpha = tau * alpha
+                alpha[0] += 1.0 - tau  # the floor plane (fixed, slope 0)
+                a_bar, b_bar = self.combine(alpha)
+                with np.errstate(over="ignore", invalid="ignore"):
+                    value = float(b_bar - lam * reg.conjugate(-a_bar / lam))
+        if not value > -math.inf:
+            return -math.inf, a_bar, b_bar, None
+        return value, a_bar, b_bar, self.evidence(alpha, plane=(a_bar, b_bar))
+
+    def evidence(self, alpha: np.ndarray, plane=None):
+        """The evidence of the combination ``alpha`` (feasible), or None when a plane with a
+        positive multiplier has none."""
+        from .certificate import DualPoint, QueryPoints
+
+        alpha = np.asarray(alpha, dtype=np.float64)[: self.n]
+        index = np.flatnonzero(alpha)
+        ev = self._combine_evidence(alpha[index], index)
+        if ev is None:
+            return None
+        if self.evidence_kind == "dual":
+            return DualPoint(ev, plane=plane)
+        keys = sorted(k for k in ev if k >= 0)
+        where = {k: j for j, k in enumerate(keys)}
+        weights = np.zeros((len(keys), self.n_blocks))
+        floor = np.zeros(self.n_blocks)
+        for c, i in zip(alpha[index], index):
+            p = int(self._block[i])
+            for k, v in self._ev[int(i)].items():
+                if k < 0:
+                    floor[p] += c * v
+                else:
+                    weights[where[k], p] += c * v
+        return QueryPoints(tuple(self._points[k] for k in keys), weights, floor, plane=plane)

@@ -75,7 +75,10 @@ class Evaluation(NamedTuple):
     """One oracle call at ``w``: the function value and a subgradient.
 
     For a :class:`~nsopt.RegularizedRisk` the loss part is reported too (``loss_value``,
-    ``loss_subgradient``): it is a cutting plane of the risk, which certificates collect.
+    ``loss_subgradient``): it is a cutting plane of the risk, which certificates collect. A
+    margin loss (``loss.dual_upper`` set) also reports ``loss_dual``, the dual point :math:`t`
+    (one entry per example) whose ``loss.dual_plane(t)`` is that plane: the evidence
+    :meth:`~nsopt.Certificate.check` verifies.
     """
 
     w: np.ndarray
@@ -83,6 +86,7 @@ class Evaluation(NamedTuple):
     subgradient: np.ndarray
     loss_value: float | None = None
     loss_subgradient: np.ndarray | None = None
+    loss_dual: np.ndarray | None = None
 
 
 class Oracle:
@@ -715,11 +719,14 @@ class CountingOracle(Oracle):
         """``f(w_new) >= f(w_old) + <g_old, w_new - w_old>`` (the old plane at the new point)."""
         if not (math.isfinite(old.fun) and math.isfinite(new.fun)):
             return
-        step = new.w - old.w
-        terms = old.subgradient * step
-        plane = old.fun + float(np.sum(terms))
-        if new.fun < plane - _rounding(new.fun, old.fun, self._fmax, float(np.sum(np.abs(terms))),
-                                       self._gmax * float(np.linalg.norm(step))):
+        # no d-sized temporaries (d may be 1e6): <g, w2 - w1> and ||w2 - w1|| from dot products
+        g = old.subgradient
+        slope = float(g @ new.w) - float(g @ old.w)
+        plane = old.fun + slope
+        dist = math.sqrt(max(float(new.w @ new.w) + float(old.w @ old.w)
+                             - 2.0 * float(new.w @ old.w), 0.0))
+        if new.fun < plane - _rounding(new.fun, old.fun, self._fmax, abs(float(g @ new.w)),
+                                       abs(float(g @ old.w)), self._gmax * dist):
             raise NonConvexError(
                 f"f(w2) = {new.fun!r} lies below the plane of w1, f(w1) + <g1, w2 - w1> = "
                 f"{plane!r}: the function is not convex or g1 is not a subgradient",
@@ -782,10 +789,8 @@ class CountingOracle(Oracle):
         self._check_vector(g, w, "sup-subgradient")
         last = self._last
         if self.check_convexity and last is not None and np.array_equal(last.w, w):
-            terms = last.subgradient * p
-            lin = float(np.sum(terms))
-            if lin > s + _rounding(s, float(np.sum(np.abs(terms))),
-                                   self._gmax * float(np.linalg.norm(p))):
+            lin = float(last.subgradient @ p)
+            if lin > s + _rounding(s, lin, self._gmax * float(np.linalg.norm(p))):
                 raise NonConvexError(
                     f"the directional derivative f'(w; p) = {s!r} is below <g, p> = {lin!r} for "
                     "the subgradient g the oracle returned at w: g is not a subgradient or the "

@@ -62,9 +62,13 @@ class RegularizedRisk(Oracle):
         return self.lam * self.reg._value(w) + self.loss._value(w)
 
     def _evaluate(self, w):
-        r, a = self.loss._value_and_subgradient(w)
+        with_dual = getattr(self.loss, "_value_subgradient_dual", None)
+        if with_dual is not None:  # margin losses: the plane's dual point (certificates)
+            r, a, t = with_dual(w)
+        else:
+            (r, a), t = self.loss._value_and_subgradient(w), None
         omega, s = self.reg._value_and_subgradient(w)
-        return Evaluation(w, self.lam * omega + r, self.lam * s + a, float(r), a)
+        return Evaluation(w, self.lam * omega + r, self.lam * s + a, float(r), a, t)
 
     def _value_and_subgradient(self, w):
         ev = self._evaluate(w)
@@ -77,10 +81,15 @@ class RegularizedRisk(Oracle):
         if split is None:
             raise TypeError(f"{type(self.loss).__name__} does not decompose into groups of "
                             "examples (no group_value_and_subgradients)")
-        values, subgradients = split(w, n_groups)
+        with_dual = getattr(self.loss, "_group_evaluate", None)
+        if with_dual is not None:
+            values, subgradients, t = with_dual(w, n_groups)
+        else:
+            (values, subgradients), t = split(w, n_groups), None
         r, a = float(values.sum()), subgradients.sum(axis=0)
         omega, s = self.reg._value_and_subgradient(w)
-        return Evaluation(w, self.lam * omega + r, self.lam * s + a, r, a), values, subgradients
+        return (Evaluation(w, self.lam * omega + r, self.lam * s + a, r, a, t), values,
+                subgradients)
 
     def _sup_subgradient(self, w, p):
         s1, g1 = self.loss._sup_subgradient(w, p)

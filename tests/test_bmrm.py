@@ -51,7 +51,7 @@ def test_certificate_brackets_cvxpy_optimum(loss_cls, reg_name):
     assert res.gap <= 1e-5 * abs(res.fun) + 1e-12
     assert res.fun == pytest.approx(J.value(res.x), rel=1e-12)  # fun is J at the returned x
     # the certificate's evidence proves the reported bound, recomputed independently
-    assert res.certificate.check(J) == pytest.approx(res.lower_bound, rel=1e-9, abs=1e-12)
+    assert res.certificate.check(J) >= res.lower_bound - 1e-9 * (1 + abs(res.lower_bound))
 
 
 def test_bounds_monotone_and_planes_tight():

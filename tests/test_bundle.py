@@ -101,7 +101,7 @@ def test_growth_beyond_initial_capacity():
         a = rng.integers(-3, 4, d).astype(float)
         bundle.add(a, float(k), block=k % P)
         ref.rows.append((a, float(k), k % P, 0))
-    assert bundle._A.shape[0] >= 70 and bundle._block.shape[0] == bundle._A.shape[0]
+    assert bundle._b.shape[0] >= 70 and bundle._block.shape[0] == bundle._b.shape[0]
     ref.check(bundle)
     assert np.bincount(bundle.block).tolist() == [24, 23, 23]
 

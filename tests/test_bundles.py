@@ -287,7 +287,7 @@ def test_trust_region_on_regularized_risk_reports_true_gap():
                              certify_dual=certify_dual)
         assert res.success and res.certificate.source in sources
         assert res.lower_bound - 1e-8 <= f_star <= res.fun + 1e-8
-        assert res.certificate.check(J) == pytest.approx(res.lower_bound, rel=1e-9)
+        assert res.certificate.check(J) >= res.lower_bound - 1e-9 * (1 + abs(res.lower_bound))
 
 
 # ---------------------------------------------------------------------------------- paths
@@ -317,7 +317,7 @@ def test_multiple_models_certificate_and_fewer_iterations(n_models):
     many = nsopt.minimize(J, method="proximal-bundle", n_models=n_models, rtol=1e-5)
     f_star = cvxpy_optimum(X, y, "hinge", R.L2(), 1e-3)
     assert many.success and many.lower_bound - 1e-8 <= f_star <= many.fun + 1e-8
-    assert many.certificate.check(J) == pytest.approx(many.lower_bound, rel=1e-9)
+    assert many.certificate.check(J) >= many.lower_bound - 1e-9 * (1 + abs(many.lower_bound))
     # the P-model is finer ([UF12] Sec. 3.3): fewer iterations than one model
     assert many.nit < one.nit
 
@@ -348,7 +348,7 @@ def test_ndcg_merges_queries_into_blocks_and_runs_p_bmrm():
     many = nsopt.minimize(J, method="proximal-bundle", n_models=4, rtol=1e-4)
     assert many.success
     assert many.lower_bound <= ref.fun + 1e-9 and ref.lower_bound <= many.fun + 1e-9
-    assert many.certificate.check(J) == pytest.approx(many.lower_bound, rel=1e-9)
+    assert many.certificate.check(J) >= many.lower_bound - 1e-9 * (1 + abs(many.lower_bound))
 
 
 def test_a_loss_without_examples_to_split_says_so():

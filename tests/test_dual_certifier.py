@@ -54,10 +54,9 @@ def test_l1_dual_bound_is_valid_from_any_point(name, seed, lam, spread):
     f_star = cvxpy_optimum(X, y, name, R.L1(), lam)
     rng = np.random.default_rng(seed)
     w = spread * rng.standard_normal(6)
-    lower, a_bar, b_bar = L1DualCertifier(J).bound(w)
+    lower, evidence = L1DualCertifier(J).bound(w)
     assert lower <= f_star + 1e-7 * (1 + abs(f_star))
-    cert = Certificate(upper=J.value(w), lower=lower, gap=J.value(w) - lower, a_bar=a_bar,
-                       b_bar=b_bar)
+    cert = Certificate.from_evidence(J, w, J.value(w), lower, "dual-point", evidence)
     assert cert.check(J) == pytest.approx(lower, rel=1e-9, abs=1e-15)
 
 
@@ -70,7 +69,7 @@ def test_l1_dual_bound_is_tight_at_the_optimum(name):
     lam = 1e-2
     J = nsopt.RegularizedRisk(MARGIN[name](X, y), R.L1(), lam)
     res = nsopt.minimize(J, method="bmrm", rtol=1e-9)
-    lower, _, _ = L1DualCertifier(J).bound(res.x)
+    lower, _ = L1DualCertifier(J).bound(res.x)
     # res.x is 1e-9-optimal in value, not the optimum: the dual point moves with w, and w's
     # error is of order sqrt(1e-9 / curvature). The squared hinge has zero curvature on the
     # examples past the margin, so its point is looser: measured 2.7e-5 below J(x) with scipy
@@ -83,7 +82,7 @@ def test_solvers_use_it_and_it_can_be_turned_off():
     X, y = small_binary(200, 10, seed=7)
     J = nsopt.RegularizedRisk(Logistic(X, y), R.L1(), 1e-2)
     res = nsopt.minimize(J, method="sublbfgs", rtol=1e-6)
-    assert res.success and res.certificate.check(J) == pytest.approx(res.lower_bound, rel=1e-9)
+    assert res.success and res.certificate.check(J) >= res.lower_bound - 1e-9 * (1 + abs(res.lower_bound))
     assert res.certificate.source in ("dual-point", "planes")
     off = nsopt.minimize(J, method="sublbfgs", rtol=1e-6, certify_dual=False)
     assert off.certificate.source != "dual-point"
@@ -106,7 +105,7 @@ def test_a9a_l1_logistic_certified_soon_after_the_objective(lam=1e-6):
     # certify_dual=1.0: at every iteration, so the count does not depend on the clock
     res = nsopt.minimize(J, method="sublbfgs", rtol=1e-3, max_iter=100, certify_dual=1.0)
     assert res.success and res.certificate.source == "dual-point"
-    assert res.certificate.check(J) == pytest.approx(res.lower_bound, rel=1e-9)
+    assert res.certificate.check(J) >= res.lower_bound - 1e-9 * (1 + abs(res.lower_bound))
     plain = nsopt.minimize(J, method="sublbfgs", rtol=1e-3, max_iter=300, certify_dual=False)
     assert not plain.success
     assert plain.fun <= res.fun * (1 + 1e-3)  # the objective was not the problem

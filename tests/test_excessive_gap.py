@@ -15,6 +15,7 @@ import scipy.sparse as sp
 from hypothesis import given, strategies as st
 
 import nsopt
+from nsopt.certificate import SaddlePoint
 from nsopt import regularizers as R
 from nsopt.inner import project_simplex
 from nsopt.inner._box_equality import (project_box_equality, project_box_equality_bisect,
@@ -142,9 +143,8 @@ def test_weak_duality_and_the_plane_evidence():
             alpha = form.project(rng.uniform(-0.01, 0.05, 40))
             a_bar, b_bar = -form.rmatvec(alpha), float(form.offset @ alpha)
             D = dual_value(X, y, J.lam, alpha)
-            cert = nsopt.Certificate(upper=math.inf, lower=D, gap=math.inf, source="excessive-gap",
-                                     a_bar=a_bar, b_bar=b_bar)
-            assert cert.recompute(J) == pytest.approx(D, rel=1e-12, abs=1e-14)
+            evidence = SaddlePoint(alpha, plane=(a_bar, b_bar))
+            assert evidence.verify(J)[0] == pytest.approx(D, rel=1e-12, abs=1e-14)
             for _ in range(5):
                 v = rng.standard_normal(5) * 3
                 assert J.loss.value(v) >= a_bar @ v + b_bar - 1e-12
@@ -182,7 +182,7 @@ def test_certificate_is_checked_and_exact():
     J, X, y = hinge_problem(100, 6, 1e-2, 0)
     res = nsopt.minimize(J, method="excessive-gap", rtol=1e-6, max_iter=50000)
     assert res.certificate.source == "excessive-gap"
-    assert res.certificate.check(J) == pytest.approx(res.lower_bound, rel=1e-12)
+    assert res.certificate.check(J) >= res.lower_bound - 1e-9 * (1 + abs(res.lower_bound))
     assert res.info["lipschitz"] > 0 and res.info["n_backtracks"] >= 0
 
 

@@ -24,7 +24,7 @@ def test_bmrm_certifies_a9a_and_agrees_with_liblinear(a9a):
     J = nsopt.RegularizedRisk(nsopt.losses.Hinge(X, y), nsopt.regularizers.L2(), lam)
     res = nsopt.minimize(J, method="bmrm", rtol=1e-3)
     assert res.success and res.gap <= 1e-3 * res.fun
-    assert res.certificate.check(J) == pytest.approx(res.lower_bound, rel=1e-9)
+    assert res.certificate.check(J) >= res.lower_bound - 1e-9 * (1 + abs(res.lower_bound))
 
     clf = sklearn_svm.LinearSVC(C=1.0 / (m * lam), loss="hinge", dual=True, fit_intercept=False,
                                 tol=1e-8, max_iter=200000)

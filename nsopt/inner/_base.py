@@ -212,7 +212,7 @@ def warm_start(warm, n: int, blocks: Blocks | None = None) -> np.ndarray | None:
 
 def plane_values(bundle, w: np.ndarray) -> np.ndarray:
     """``<a_i, w> + b_i`` for every plane: the gradient of the dual at the multipliers of ``w``."""
-    return bundle.A @ w + bundle.b
+    return bundle.matvec(w) + bundle.b
 
 
 def frank_wolfe_gap(alpha: np.ndarray, grad: np.ndarray, blocks: Blocks | None = None) -> float:

@@ -366,8 +366,7 @@ def _unbounded_ray(K, rhs, solution, k, labels, n_blocks):
 
 def primal_point(bundle, lam, alpha):
     """``w = -(M A)^T alpha / lam``, summed over the support of ``alpha``."""
-    support = np.flatnonzero(alpha)
-    return -(alpha[support] @ bundle.MA[support]) / lam
+    return -bundle.rmatvec(alpha, metric=True) / lam
 
 
 def finish_quadratic(bundle, reg, lam, alpha, n_iter, blocks=None) -> InnerSolution:
@@ -375,11 +374,10 @@ def finish_quadratic(bundle, reg, lam, alpha, n_iter, blocks=None) -> InnerSolut
     (``blocks``: the bundle's block structure, read from it when None)."""
     if blocks is None:
         blocks = bundle_blocks(bundle)
+    a_bar = bundle.rmatvec(alpha)
+    w = -(bundle.rmatvec(alpha, metric=True) if bundle.metric is not None else a_bar) / lam
     support = np.flatnonzero(alpha)
-    a_s = alpha[support]
-    w = -(a_s @ bundle.MA[support]) / lam
-    a_bar = a_s @ bundle.A[support]
-    b_dot = float(a_s @ bundle.b[support])
+    b_dot = float(alpha[support] @ bundle.b[support])
     dual = b_dot - lam * float(reg.conjugate(-a_bar / lam))
     dual_gram = b_dot + 0.5 * float(a_bar @ w)  # the same value through the bundle's metric
     if not abs(dual - dual_gram) <= 1e-8 * (1.0 + abs(b_dot) + abs(dual - b_dot)):

@@ -104,6 +104,11 @@ class ScalarLoss(Oracle):
         ``values.sum() == R(w)`` and ``subgradients.sum(0)`` a subgradient of ``R`` at ``w``:
         the partial risks :math:`R_p` of P-BMRM ([UF12]_ Sec. 3.3).
         """
+        return self._group_evaluate(w, n_groups)[:2]
+
+    def _group_evaluate(self, w: np.ndarray, n_groups: int):
+        """:meth:`group_value_and_subgradients` and the dual point of the whole risk (None
+        unless a margin loss): part ``p``'s plane is that of ``t`` restricted to its rows."""
         bounds = np.linspace(0, self.m, int(n_groups) + 1).astype(np.int64)
         if np.any(np.diff(bounds) == 0):
             raise ValueError(f"cannot split {self.m} examples into {n_groups} non-empty groups")
@@ -120,7 +125,29 @@ class ScalarLoss(Oracle):
         for p, (s, e) in enumerate(zip(bounds[:-1], bounds[1:])):
             values[p] = self._value_kernel(z[s:e], self.y[s:e], self.c[s:e])
             subgradients[p] = parts[p].rdot(g[s:e])
-        return values, subgradients
+        return values, subgradients, self._dual_of_gradient(g)
+
+    def _value_subgradient_dual(self, w):
+        """``(R(w), a, t)``: value and subgradient as :meth:`value_and_subgradient`, and for a
+        margin loss the dual point :math:`t_i = -y_i g_i / c_i` (:math:`g_i = c_i l'(z_i, y_i)`
+        the kernel's derivative), whose ``dual_plane(t)`` is the plane ``(a, R(w) - <a, w>)``
+        (Fenchel-Young with equality at :math:`t`); None for other losses. Same data passes.
+        A subclass or instance that overrides ``_value_and_subgradient`` is honoured (no dual
+        point then: its planes are not known to be those of a dual point)."""
+        if ("_value_and_subgradient" in self.__dict__
+                or type(self)._value_and_subgradient is not ScalarLoss._value_and_subgradient):
+            r, a = self._value_and_subgradient(w)
+            return r, a, None
+        z = self.data.dot(w)
+        g = np.empty(self.m)
+        r = self._grad_kernel(z, self.y, self.c, np.zeros(self.m), g)
+        return r, self.data.rdot(g), self._dual_of_gradient(g)
+
+    def _dual_of_gradient(self, g):
+        if self.dual_upper is None:
+            return None
+        c = np.where(self.c > 0, self.c, 1.0)
+        return np.clip(-self.y * g / c, 0.0, self.dual_upper)
 
     def batch_subgradient(self, w: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """A subgradient of the unweighted mean loss over the examples ``rows`` (for SGD)."""

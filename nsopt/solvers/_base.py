@@ -85,12 +85,16 @@ def in_range(name, lo, hi, lo_open=False, hi_open=False):
 
 
 def _dual_share(v):
-    """``certify_dual``: a bool, or a time share in (0, 1]."""
+    """``certify_dual``: a bool, a work share in (0, 1], or ``("time", share)``."""
     if isinstance(v, (bool, np.bool_)):
         return bool(v)
     if isinstance(v, (int, float)) and 0.0 < v <= 1.0:
         return float(v)
-    raise ValueError(f"certify_dual must be True, False or a share in (0, 1], got {v!r}")
+    if (isinstance(v, tuple) and len(v) == 2 and v[0] == "time"
+            and isinstance(v[1], (int, float)) and 0.0 < v[1] <= 1.0):
+        return ("time", float(v[1]))
+    raise ValueError(f"certify_dual must be True, False, a share in (0, 1] or ('time', share), "
+                     f"got {v!r}")
 
 
 COMMON_OPTIONS = {
@@ -109,8 +113,10 @@ COMMON_OPTIONS = {
                              "planes kept by the plane certifier"),
     "certify_dual": Option(True, _dual_share,
                            "on L1 + margin losses, also bound by corrected Fenchel dual points "
-                           "(L1DualCertifier): True (at most a quarter of the run time), False, "
-                           "or the largest share of the run time in (0, 1]; 1 = every iteration"),
+                           "(L1DualCertifier): True (at most a quarter of the run's data "
+                           "passes), False, the largest share of the passes in (0, 1] (1 = every "
+                           "iteration), or ('time', share) for a share of the run time "
+                           "(not reproducible)"),
 }
 
 
@@ -152,7 +158,7 @@ class BestBound:
 
     def __init__(self):
         self.value = -math.inf
-        self.evidence = (None, None)
+        self.evidence = None
         self.source = "none"
 
     def offer(self, value: float, evidence, source: str) -> bool:
@@ -188,7 +194,8 @@ class Solver:
     implement ``init`` and ``step``; see :mod:`nsopt.solvers._base`.
 
     A ``State`` may carry ``lower_bound`` (a valid lower bound proven by the solver itself)
-    and ``a_bar``, ``b_bar`` (its plane evidence), ``w_best`` and ``fun_best`` (a point the
+    and ``evidence`` (its proof, an :class:`~nsopt.certificate.Evidence`: on a RegularizedRisk a
+    bound without evidence is not reported), ``w_best`` and ``fun_best`` (a point the
     solver valued exactly without an oracle call, e.g. by a line search), ``unbounded`` (True
     when the objective was found to decrease without bound), and ``converged`` (True when the solver's
     own stationarity test holds, for problems where no lower bound is known); ``self_certifying = True`` means this bound
@@ -276,22 +283,26 @@ class Solver:
         """The L1 dual-point certifier where it applies (any solver: it adds to their bound)."""
         share = self.config["certify_dual"]
         if share is not False and L1DualCertifier.applies(problem):
-            return L1DualCertifier(problem, budget=0.25 if share is True else share)
+            clock = "passes"
+            if isinstance(share, tuple):
+                clock, share = share
+            return L1DualCertifier(problem, budget=0.25 if share is True else share, clock=clock)
         return None
 
-    def _collect_bounds(self, state, bound, certifier, dual, best, *, due_planes, final, elapsed):
+    def _collect_bounds(self, state, bound, certifier, dual, best, *, due_planes, final,
+                        needs_evidence, work):
         """Offer every available lower bound to ``bound``: the solver's own, the plane
-        certifier's, the dual point's (a KeyboardInterrupt inside propagates to the caller)."""
+        certifier's, the dual point's (a KeyboardInterrupt inside propagates to the caller).
+        ``work`` is what the dual certifier's budget is counted in (data passes by default)."""
         own = getattr(state, "lower_bound", -math.inf) if state is not None else -math.inf
-        if own > -math.inf:
-            bound.offer(own, (getattr(state, "a_bar", None), getattr(state, "b_bar", None)),
-                        self.certificate_source)
+        evidence = getattr(state, "evidence", None)
+        if own > -math.inf and (evidence is not None or not needs_evidence):
+            bound.offer(own, evidence, self.certificate_source)
         if certifier is not None and (due_planes or final):
-            cb, ca, cbb = certifier.bound()
-            bound.offer(cb, (ca, cbb), "planes")
-        if dual is not None and (final or dual.due(elapsed)):
-            db, da, dbb = dual.bound(best.w)
-            dual.feedback(bound.offer(db, (da, dbb), "dual-point"))
+            bound.offer(*certifier.bound(), "planes")
+        if dual is not None and (final or dual.due(work)):
+            value, evidence = dual.bound(best.w)
+            dual.feedback(bound.offer(value, evidence, "dual-point"))
 
     def run(self, problem, x0=None, callback=None) -> Iterator[tuple[Any, Any, Status | None]]:
         """The loop itself, for progress displays: yields ``(state, row, None)`` after init and
@@ -312,7 +323,10 @@ class Solver:
         printer = _Printer() if cfg["verbose"] else None
         t0 = time.perf_counter()
         oracle.deadline = None if cfg["max_time"] is None else t0 + cfg["max_time"]
+        # the best bound with its evidence (nsopt.certificate.Evidence); on a problem that is
+        # not a RegularizedRisk a solver's own bound counts without evidence
         bound = BestBound()
+        needs_evidence = isinstance(problem, RegularizedRisk)
         info: dict = {}
         nit = 0
         status = None
@@ -327,7 +341,9 @@ class Solver:
             try:
                 self._collect_bounds(state, bound, certifier, dual, best, final=final,
                                      due_planes=nit % cfg["certify_every"] == 0,
-                                     elapsed=time.perf_counter() - t0)
+                                     needs_evidence=needs_evidence,
+                                     work=(2 * oracle.nfev if dual is not None and dual.clock == "passes"
+                                           else time.perf_counter() - t0))
             except KeyboardInterrupt:
                 status = status or Status.INTERRUPTED
             fun, lower = best.fun, bound.value
@@ -404,12 +420,13 @@ class Solver:
         if printer:
             printer.finish(status)
         if status is Status.NONCONVEX:
-            lower, bound.evidence, bound.source = -math.inf, (None, None), "none"
-        a_bar, b_bar = bound.evidence
-        cert = Certificate(upper=best.fun, lower=lower, gap=best.fun - lower,
-                           source=bound.source if lower > -math.inf else "none",
-                           a_bar=a_bar, b_bar=b_bar)
+            lower, bound.evidence, bound.source = -math.inf, None, "none"
         x = best.w if best.w is not None else x0
+        if needs_evidence:
+            cert = Certificate.from_evidence(problem, x, best.fun, lower, bound.source, bound.evidence)
+        else:
+            cert = Certificate(upper=best.fun, lower=lower, gap=best.fun - lower,
+                               source=bound.source if lower > -math.inf else "none", x=np.array(x))
         if state is not None:
             info = {**self.info(state), **info}
         stationary = status is Status.STATIONARY

@@ -17,6 +17,7 @@ import time
 from typing import NamedTuple
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..bundle import PlaneBundle
 from ..inner import select
@@ -45,11 +46,13 @@ def _planes(v):
         return None
     try:
         A, b = v
-        A = np.atleast_2d(np.asarray(A, dtype=np.float64))
+        A = (sp.csr_matrix(A, dtype=np.float64) if sp.issparse(A)
+             else np.atleast_2d(np.asarray(A, dtype=np.float64)))
         b = np.asarray(b, dtype=np.float64).reshape(-1)
     except (TypeError, ValueError) as exc:
         raise ValueError("planes must be a pair (A, b): slopes (n, d) and offsets (n,)") from exc
-    if A.shape[0] != b.shape[0] or not (np.isfinite(A).all() and np.isfinite(b).all()):
+    values = A.data if sp.issparse(A) else A
+    if A.shape[0] != b.shape[0] or not (np.isfinite(values).all() and np.isfinite(b).all()):
         raise ValueError(f"planes: A has {A.shape[0]} rows and b {b.shape[0]} entries (finite)")
     return A, b
 
@@ -66,7 +69,11 @@ PLANE_OPTIONS = {
 
 
 class Master(NamedTuple):
-    """The result of one model update: the master solution and bookkeeping."""
+    """The result of one model update: the master solution and bookkeeping.
+
+    ``dual_value`` is the bound proven at the multipliers made exactly feasible
+    (:meth:`PlaneBundle.certify`), ``evidence`` its proof (None: a plane without evidence, e.g.
+    a user's warm-start plane, has a positive multiplier)."""
 
     alpha: np.ndarray
     dual_value: float
@@ -75,6 +82,15 @@ class Master(NamedTuple):
     b_bar: float
     seconds: float
     n_iter: int
+    evidence: object = None
+
+
+def evidence_kind(problem) -> tuple[str, int | None]:
+    """``("dual", m)`` for a margin loss (planes carry dual points), else ``("points", None)``."""
+    loss = problem.loss
+    if getattr(loss, "dual_upper", None) is not None:
+        return "dual", loss.m
+    return "points", None
 
 
 def new_bundle(problem, fixed_floor: bool = True, planes=None, n_models: int = 1) -> PlaneBundle:
@@ -85,33 +101,33 @@ def new_bundle(problem, fixed_floor: bool = True, planes=None, n_models: int = 1
     when the loss is nonnegative (``loss.lower_bound == 0``: every partial risk is then
     nonnegative too); warm-start planes are not supported then.
     """
-    bundle = PlaneBundle(problem.dim, metric=problem.reg.gram_metric, n_blocks=n_models)
+    kind, m = evidence_kind(problem)
+    bundle = PlaneBundle(problem.dim, metric=problem.reg.gram_metric, n_blocks=n_models,
+                         evidence=kind, n_examples=m)
     floor = problem.loss.lower_bound
     if n_models > 1:
         if planes is not None:
             raise ValueError("warm-start planes are for a single cutting-plane model (n_models=1)")
         if floor == 0.0:
             for p in range(n_models):
-                bundle.add_fixed(np.zeros(problem.dim), 0.0, block=p)
+                bundle.add_floor(0.0, block=p)
         return bundle
     if math.isfinite(floor):
-        if fixed_floor:
-            bundle.add_fixed(np.zeros(problem.dim), float(floor))
-        else:
-            bundle.add(np.zeros(problem.dim), float(floor))
+        bundle.add_floor(float(floor), fixed=fixed_floor)
     if planes is not None:
         A, b = planes
         if A.shape[1] != problem.dim:
             raise ValueError(f"warm-start planes have dimension {A.shape[1]}, expected {problem.dim}")
-        for a_i, b_i in zip(A, b):
-            bundle.add(a_i, b_i)
+        for i, b_i in enumerate(b):
+            bundle.add(A[i], b_i)
     return bundle
 
 
 def bundle_planes(bundle: PlaneBundle) -> tuple[np.ndarray, np.ndarray]:
-    """The ordinary (non-fixed) planes as ``(A, b)`` copies, for ``Result.info['planes']``."""
+    """The ordinary (non-fixed) planes as ``(A, b)`` copies, for ``Result.info['planes']``
+    (``A`` a scipy.sparse CSR matrix when the bundle stores sparse rows)."""
     k = bundle.n_fixed
-    return bundle.A[k:].copy(), bundle.b[k:].copy()
+    return bundle.rows(k), bundle.b[k:].copy()
 
 
 def add_and_solve(problem, bundle: PlaneBundle, alpha: np.ndarray, ev, master, *,
@@ -130,15 +146,22 @@ def add_and_solve(problem, bundle: PlaneBundle, alpha: np.ndarray, ev, master, *
     if groups is None:
         if max_planes is not None and bundle.n >= max_planes:
             alpha = bundle.compress(alpha, max_planes, keep_newest=keep_newest)
-        bundle.add_at(ev.w, ev.loss_value, ev.loss_subgradient)
+        bundle.add_at(ev.w, ev.loss_value, ev.loss_subgradient, dual=ev.loss_dual)
         n_new = 1
     else:
         values, subgradients = groups
         for p in range(len(values)):
             if max_planes is not None and alpha.size == bundle.n:
                 alpha = bundle.compress(alpha, max_planes, keep_newest=keep_newest, block=p)
+        t = ev.loss_dual
+        if t is not None:  # part p's plane is that of t restricted to its rows
+            cuts = np.linspace(0, t.size, len(values) + 1).astype(np.int64)
         for p, (value, a) in enumerate(zip(values, subgradients)):
-            bundle.add_at(ev.w, value, a, block=p)
+            t_p = None
+            if t is not None:
+                t_p = np.zeros(t.size)
+                t_p[cuts[p]:cuts[p + 1]] = t[cuts[p]:cuts[p + 1]]
+            bundle.add_at(ev.w, value, a, block=p, dual=t_p)
         n_new = len(values)
     warm = (np.append(alpha, np.zeros(n_new))
             if alpha.size == bundle.n - n_new and alpha.sum() > 0 else None)
@@ -150,8 +173,8 @@ def add_and_solve(problem, bundle: PlaneBundle, alpha: np.ndarray, ev, master, *
                        deadline=getattr(problem, "deadline", None))
     seconds = time.perf_counter() - t0
     bundle.update_ages(sol.alpha)
-    a_bar, b_bar = bundle.combine(sol.alpha)
-    return Master(sol.alpha, sol.dual_value, sol.w, a_bar, b_bar, seconds, sol.n_iter)
+    value, a_bar, b_bar, evidence = bundle.certify(problem.reg, problem.lam, sol.alpha)
+    return Master(sol.alpha, value, sol.w, a_bar, b_bar, seconds, sol.n_iter, evidence)
 
 
 def master_solver(problem, option: str):

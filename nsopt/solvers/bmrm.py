@@ -96,6 +96,7 @@ class BMRM(Solver):
         alpha: np.ndarray          # master multipliers, one per plane
         a_bar: np.ndarray          # A^T alpha_t  (certificate evidence)
         b_bar: float               # b^T alpha_t
+        evidence: object           # its proof (nsopt.certificate.Evidence; None: none)
         bundle: PlaneBundle        # the planes (mutated in place across steps)
         n_planes: int
         inner_time: float          # cumulative seconds in the master problem
@@ -106,7 +107,7 @@ class BMRM(Solver):
     def init(self, problem, x0):
         bundle = new_bundle(problem, planes=self.planes)
         empty = self.State(w=x0, fun_best=math.inf, lower_bound=-math.inf,
-                           alpha=np.zeros(bundle.n), a_bar=None, b_bar=None, bundle=bundle,
+                           alpha=np.zeros(bundle.n), a_bar=None, b_bar=None, evidence=None, bundle=bundle,
                            n_planes=bundle.n, inner_time=0.0, inner_iter=0,
                            master=master_solver(problem, self.inner))
         return self.step(problem, empty)
@@ -121,7 +122,8 @@ class BMRM(Solver):
         return self.State(
             w=m.w, fun_best=fun_best, lower_bound=max(m.dual_value, s.lower_bound),
             alpha=m.alpha, a_bar=m.a_bar if improved else s.a_bar,
-            b_bar=m.b_bar if improved else s.b_bar, bundle=s.bundle, n_planes=s.bundle.n,
+            b_bar=m.b_bar if improved else s.b_bar,
+            evidence=m.evidence if improved else s.evidence, bundle=s.bundle, n_planes=s.bundle.n,
             inner_time=s.inner_time + m.seconds, inner_iter=s.inner_iter + m.n_iter,
             master=s.master,
         )

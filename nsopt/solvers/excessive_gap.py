@@ -281,6 +281,7 @@ class ExcessiveGap(Solver):
         lower_bound: float         # D(alpha_k): a valid lower bound on J*
         a_bar: np.ndarray          # -Z^T alpha_k: the loss plane proving D(alpha_k)
         b_bar: float               # <b, alpha_k>
+        evidence: object           # alpha_k as checkable evidence (DualPoint / SaddlePoint)
         residual: np.ndarray       # b - Z w_k
         mu: float                  # mu_k
         tau: float                 # tau_{k-1}, the last step (nan at k = 0)
@@ -309,6 +310,20 @@ class ExcessiveGap(Solver):
         a_bar = -zt_v
         b_bar = _dot(form.offset, v)
         return b_bar - _sq(a_bar) / (2.0 * problem.lam), a_bar, b_bar
+
+    @staticmethod
+    def _evidence(problem, v, a_bar, b_bar):
+        """The proof of D(v): for a margin loss (hinge: ``alpha_i = c_i t_i``) the dual point
+        ``t = alpha / c``, else the saddle point ``alpha`` itself (both checked from the data)."""
+        from ..certificate import DualPoint, SaddlePoint
+
+        loss = problem.loss
+        upper = getattr(loss, "dual_upper", None)
+        if upper is not None and np.shape(v) == (loss.m,):
+            c = loss.c
+            t = np.clip(np.divide(v, c, out=np.zeros_like(v), where=c > 0), 0.0, upper)
+            return DualPoint(t, plane=(a_bar, b_bar))
+        return SaddlePoint(np.array(v, copy=True), plane=(a_bar, b_bar))
 
     def _gradient_step(self, problem, form, beta, zt_beta, grad, L):
         """v(beta) = proj(beta + grad D(beta) / L) and whether the descent inequality
@@ -354,6 +369,7 @@ class ExcessiveGap(Solver):
         lower, a_bar, b_bar = self._dual_value(problem, form, v, zt_v)
         return self.State(                                   # l. 1: w_0 = w(alpha_{-1})
             w=zt_c / lam, alpha=v, lower_bound=lower, a_bar=a_bar, b_bar=b_bar,
+            evidence=self._evidence(problem, v, a_bar, b_bar),
             residual=grad, mu=2.0 * L if fixed else L, tau=math.nan, lipschitz=L,
             curvature=curv, iteration=0, n_backtracks=nb, form=form,
         )
@@ -385,6 +401,7 @@ class ExcessiveGap(Solver):
         lower, a_bar, b_bar = self._dual_value(problem, form, v, zt_v)
         return self.State(
             w=w, alpha=v, lower_bound=lower, a_bar=a_bar, b_bar=b_bar, residual=residual,
+            evidence=self._evidence(problem, v, a_bar, b_bar),
             mu=(1 - tau) * s.mu, tau=tau, lipschitz=L, curvature=curv,       # l. 4: mu_{k+1}
             iteration=s.iteration + 1, n_backtracks=s.n_backtracks + nb, form=form,
         )

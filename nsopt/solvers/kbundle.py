@@ -82,10 +82,12 @@ class KBundle(Solver):
         lower_bound: float         # dual value of the (aggregated) model
         a_bar: np.ndarray
         b_bar: float
+        evidence: object           # proof of lower_bound (nsopt.certificate.Evidence or None)
         alpha: np.ndarray | None   # multipliers (None on the closed-form path)
         bundle: PlaneBundle | None  # None on the closed-form path
         master: object
         n_planes: int
+        recipe: object = None      # closed-form path: the evidence of the aggregate (_Recipe)
 
     @classmethod
     def unsupported_reason(cls, problem):
@@ -107,13 +109,15 @@ class KBundle(Solver):
             a1 = ev.loss_subgradient
             b1 = ev.loss_value - float(a1 @ x0)
             w1 = -a1 / lam                                             # l. 3
+            recipe = _Recipe.start(ev)
             return self.State(w=w1, fun_best=ev.fun, lower_bound=b1 - 0.5 * lam * float(w1 @ w1),
-                              a_bar=a1.copy(), b_bar=b1, alpha=None, bundle=None, master=None,
-                              n_planes=2)
+                              a_bar=a1.copy(), b_bar=b1, evidence=recipe.evidence((a1, b1)),
+                              alpha=None, bundle=None, master=None, n_planes=2,
+                              recipe=recipe)
         # the loss's floor plane is kept apart from the k planes
         bundle = new_bundle(problem, planes=self.planes)
         empty = self.State(w=x0, fun_best=math.inf, lower_bound=-math.inf, a_bar=None, b_bar=None,
-                           alpha=np.zeros(bundle.n), bundle=bundle,
+                           evidence=None, alpha=np.zeros(bundle.n), bundle=bundle,
                            master=master_solver(problem, self.inner), n_planes=bundle.n)
         return self.step(problem, empty)
 
@@ -131,7 +135,8 @@ class KBundle(Solver):
         improved = m.dual_value >= s.lower_bound
         return self.State(w=m.w, fun_best=fun_best, lower_bound=max(m.dual_value, s.lower_bound),
                           a_bar=m.a_bar if improved else s.a_bar,
-                          b_bar=m.b_bar if improved else s.b_bar, alpha=m.alpha,
+                          b_bar=m.b_bar if improved else s.b_bar,
+                          evidence=m.evidence if improved else s.evidence, alpha=m.alpha,
                           bundle=s.bundle, master=s.master, n_planes=s.bundle.n)
 
     def _step_closed_form(self, problem, s, ev, fun_best):
@@ -147,5 +152,44 @@ class KBundle(Solver):
         dual = b_hat - 0.5 * lam * float(w_new @ w_new)                # E1: gap = J_best - dual
         # the aggregate (a_bar, b_bar) = (-lam w_t, b_hat) is both the model and the evidence;
         # eta = 0 is allowed, so the dual never decreases (the base keeps the best bound anyway)
-        return self.State(w=w_new, fun_best=fun_best, lower_bound=dual, a_bar=-lam * w_new,
-                          b_bar=b_hat, alpha=None, bundle=None, master=None, n_planes=2)
+        recipe = s.recipe.mix(eta, ev)
+        a_hat = -lam * w_new
+        return self.State(w=w_new, fun_best=fun_best, lower_bound=dual, a_bar=a_hat,
+                          b_bar=b_hat, evidence=recipe.evidence((a_hat, b_hat)), alpha=None,
+                          bundle=None, master=None, n_planes=2, recipe=recipe)
+
+
+class _Recipe(NamedTuple):
+    r"""The evidence of the closed-form path's aggregate :math:`\hat a_t = (1-\eta)\hat a_{t-1}
+    + \eta a_t`: the same mix of dual points (margin losses), or of query points with weights
+    (every point with a nonzero weight is kept: one d-vector per iteration until an
+    :math:`\eta = 1` step resets it)."""
+
+    t: np.ndarray | None
+    points: tuple
+    weights: np.ndarray
+
+    @classmethod
+    def start(cls, ev):
+        if ev.loss_dual is not None:
+            return cls(ev.loss_dual, (), np.zeros(0))
+        return cls(None, (ev.w,), np.ones(1))
+
+    def mix(self, eta, ev):
+        if self.t is not None and ev.loss_dual is not None:
+            return _Recipe((1.0 - eta) * self.t + eta * ev.loss_dual, (), self.weights)
+        keep = (1.0 - eta) * self.weights
+        points = tuple(p for p, c in zip(self.points, keep) if c > 0) + (ev.w,)
+        return _Recipe(None, points, np.append(keep[keep > 0], eta))
+
+    def evidence(self, plane):
+        from ..certificate import DualPoint, QueryPoints
+
+        if self.t is not None:
+            return DualPoint(self.t, plane=plane)
+        keep = self.weights > 0
+        if not keep.any():
+            return None
+        points = tuple(p for p, k in zip(self.points, keep) if k)
+        w = self.weights[keep]
+        return QueryPoints(points, (w / w.sum())[:, None], np.zeros(1), plane=plane)

@@ -83,6 +83,7 @@ class LSBMRM(Solver):
         alpha: np.ndarray
         a_bar: np.ndarray
         b_bar: float
+        evidence: object           # proof of lower_bound (nsopt.certificate.Evidence or None)
         bundle: PlaneBundle
         master: object
         eta: float                 # the last line-search step
@@ -95,6 +96,7 @@ class LSBMRM(Solver):
         ev = problem.evaluate(x0)
         s = self.State(w_master=x0, w_best=x0, fun_best=ev.fun, w_query=x0,
                        lower_bound=-math.inf, alpha=np.zeros(bundle.n), a_bar=None, b_bar=None,
+                       evidence=None,
                        bundle=bundle, master=master_solver(problem, self.inner), eta=0.0,
                        n_planes=bundle.n, inner_time=0.0, line_steps=0)
         return self._update(problem, s, ev)
@@ -131,7 +133,7 @@ class LSBMRM(Solver):
             w_master=w_t, w_best=w_b if math.isfinite(fun_b) else None, fun_best=fun_b,
             w_query=w_c, lower_bound=max(m.dual_value, s.lower_bound), alpha=m.alpha,
             a_bar=m.a_bar if improved else s.a_bar, b_bar=m.b_bar if improved else s.b_bar,
-            bundle=s.bundle, master=s.master, eta=float(eta), n_planes=s.bundle.n,
+            evidence=m.evidence if improved else s.evidence, bundle=s.bundle, master=s.master, eta=float(eta), n_planes=s.bundle.n,
             inner_time=s.inner_time + m.seconds,
             line_steps=s.line_steps + int(self.line_search and eta > 0),
         )

@@ -49,7 +49,7 @@ def _prox_master(bundle, master, lam, u, centre, warm, tol, deadline=None):
     """
     lam2 = lam + u
     shift = (u / lam2) * centre
-    view = _ShiftedPlanes(bundle, bundle.b + bundle.A @ shift)
+    view = _ShiftedPlanes(bundle, bundle.b + bundle.matvec(shift))
     sol = master.solve(view, _L2, lam2, warm=warm, tol=tol, deadline=deadline)
     return sol, sol.w + shift
 
@@ -171,6 +171,7 @@ class ProxBMRM(ProximalBundle):
         lower_bound: float         # alpha = 0 master dual value
         a_bar: np.ndarray
         b_bar: float
+        evidence: object           # proof of lower_bound (nsopt.certificate.Evidence or None)
         alpha: float               # prox weight alpha_t (the paper's; prox term alpha ||w - w_t||^2)
         gamma: float               # decrease threshold
         retune: bool               # re-tune alpha at this iteration
@@ -202,7 +203,8 @@ class ProxBMRM(ProximalBundle):
         m = add_and_solve(problem, bundle, np.zeros(bundle.n), ev, master_solver(problem, "qp"),
                           outer_gap=math.inf, inner_rtol=self.inner_rtol, groups=groups)
         return self.State(w=x0, fun=ev.fun, fun_best=ev.fun, lower_bound=m.dual_value,
-                          a_bar=m.a_bar, b_bar=m.b_bar, alpha=0.0, gamma=math.inf, retune=True,
+                          a_bar=m.a_bar, b_bar=m.b_bar, evidence=m.evidence, alpha=0.0,
+                          gamma=math.inf, retune=True,
                           beta0=m.alpha, beta=None, K=K, bundle=bundle, master=QPSimplex(),
                           n_planes=bundle.n, n_tunes=0)
 
@@ -219,7 +221,7 @@ class ProxBMRM(ProximalBundle):
 
     def step(self, problem, s):
         lam, c, K = problem.lam, s.w, s.K
-        w0 = -(s.beta0 @ s.bundle.A) / lam if s.beta0.size == s.bundle.n else None
+        w0 = -s.bundle.rmatvec(s.beta0) / lam if s.beta0.size == s.bundle.n else None
         alpha, beta, tuned = s.alpha, s.beta, False
         if s.retune:                                                     # [UF12, Alg. 2, l. 7]
             tuned = True
@@ -261,7 +263,8 @@ class ProxBMRM(ProximalBundle):
             gamma = ev.fun / self.T - m.dual_value / (self.T * (1.0 - eps))
         retune = (s.fun - ev.fun) < gamma                                # l. 4
         return self.State(w=ev.w, fun=ev.fun, fun_best=fun_best, lower_bound=m.dual_value,
-                          a_bar=m.a_bar, b_bar=m.b_bar, alpha=alpha, gamma=gamma, retune=retune,
+                          a_bar=m.a_bar, b_bar=m.b_bar, evidence=m.evidence, alpha=alpha,
+                          gamma=gamma, retune=retune,
                           beta0=m.alpha, beta=beta, K=K, bundle=s.bundle, master=s.master,
                           n_planes=s.bundle.n, n_tunes=s.n_tunes + int(tuned))
 
@@ -380,8 +383,8 @@ class TrustRegionBundle(ProximalBundle):
                               warm if warm is not None and warm.size == bundle.n else None, None,
                               getattr(problem, "deadline", None))
         beta = sol.alpha
-        g_hat = beta @ bundle.A
-        lin = float(beta @ (bundle.b + bundle.A @ s.centre))   # aggregate linearization at centre
+        g_hat = bundle.rmatvec(beta)
+        lin = float(beta @ (bundle.b + bundle.matvec(s.centre)))   # aggregate linearization at centre
         eps = max(s.fun_centre - lin, 0.0)
         gnorm = float(np.linalg.norm(g_hat))
         delta = eps + gnorm ** 2 / u
