@@ -5,9 +5,10 @@ through their Fenchel conjugates, and every solver returns the same :class:`Resu
 proven lower bound and the gap.
 """
 from . import datasets, io, losses, regularizers, solvers
-from .certificate import Certificate
+from .certificate import Certificate, CertificateError
 from .minimize import minimize
-from .oracle import CountingOracle, FunctionOracle, LineFunction, Max, Oracle
+from .oracle import (CountingOracle, FunctionOracle, LineFunction, Max, NonConvexError, Oracle,
+                     OracleNumericalError)
 from .problem import RegularizedRisk
 from .result import Result, Status
 from .path import path
@@ -16,6 +17,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Oracle", "LineFunction", "FunctionOracle", "Max", "CountingOracle",
-    "RegularizedRisk", "minimize", "path", "Result", "Status", "Certificate",
+    "RegularizedRisk", "minimize", "path", "Result", "Status", "Certificate", "CertificateError",
+    "NonConvexError", "OracleNumericalError",
     "losses", "regularizers", "solvers", "io", "datasets",
 ]

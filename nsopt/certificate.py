@@ -426,6 +426,8 @@ class PlaneCertifier:
         self._alpha = None
         self._fresh = False
         self.best = (-math.inf, None)
+        #: ``time.perf_counter()`` past which master solves return early (the run's max_time)
+        self.deadline = None
 
     def __call__(self, ev) -> None:
         if ev.loss_subgradient is None:
@@ -444,7 +446,8 @@ class PlaneCertifier:
         """Best lower bound so far with its evidence ``(lower, evidence)``."""
         if self._fresh and len(self.bundle):
             p = self.problem
-            sol = self.inner.solve(self.bundle, p.reg, p.lam, warm=self._alpha)
+            sol = self.inner.solve(self.bundle, p.reg, p.lam, warm=self._alpha,
+                                   deadline=self.deadline)
             self._alpha = sol.alpha
             self._fresh = False
             value, _, _, evidence = self.bundle.certify(p.reg, p.lam, sol.alpha)

@@ -323,6 +323,8 @@ class Solver:
         printer = _Printer() if cfg["verbose"] else None
         t0 = time.perf_counter()
         oracle.deadline = None if cfg["max_time"] is None else t0 + cfg["max_time"]
+        if certifier is not None:
+            certifier.deadline = oracle.deadline
         # the best bound with its evidence (nsopt.certificate.Evidence); on a problem that is
         # not a RegularizedRisk a solver's own bound counts without evidence
         bound = BestBound()
