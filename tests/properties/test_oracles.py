@@ -639,7 +639,7 @@ def test_counting_oracle_value_alone_is_cached():
     assert f.nfev == 1 and len(rec.calls) == 1
 
 
-def test_counting_oracle_counts_sup_subgradient_and_not_line_evaluations():
+def test_counting_oracle_counts_sup_subgradient_and_generic_line_evaluations():
     rec = Recorder()
     f = CountingOracle(rec.oracle)
     w, p = np.array([1.0, 2.0]), np.array([0.0, 1.0])
@@ -647,10 +647,19 @@ def test_counting_oracle_counts_sup_subgradient_and_not_line_evaluations():
     assert s == 2.0 and f.nfev == 1
     f.sup_subgradient(w, -p)
     assert f.nfev == 2
-    line = f.restrict(w, p)
+    line = f.restrict(w, p)  # a generic line: every evaluation is an oracle call
     line.value(1.0)
     line.derivative(1.0)
-    assert f.nfev == 2
+    assert f.nfev == 4 and len(rec.calls) >= 4
+
+
+def test_counting_oracle_does_not_count_a_losss_own_line():
+    X, y = np.array([[1.0], [-1.0]]), np.array([1.0, -1.0])
+    f = CountingOracle(nsopt.RegularizedRisk(Hinge(X, y), lam=0.5))
+    line = f.restrict(np.array([0.3]), np.array([1.0]))  # keeps X w and X p: no data pass
+    line.value(1.0)
+    line.derivative(1.0)
+    assert f.nfev == 0
 
 
 def test_counting_oracle_exposes_the_problem_parts():
