@@ -248,7 +248,7 @@ class QueryPoints(Evidence):
 @dataclass(frozen=True, eq=False)
 class SaddlePoint(Evidence):
     r"""A dual point :math:`\alpha \in Q` of a loss in saddle form :math:`R(w) = \max_{\alpha\in
-    Q}\langle\alpha, b - Zw\rangle` ([SZV09]_, :func:`nsopt.solvers.excessive_gap.saddle_form`):
+    Q}\langle\alpha, b - Zw\rangle` ([SZV09]_, :meth:`loss.saddle_form`):
     the plane :math:`(-Z^T\alpha, \langle b, \alpha\rangle)`; check: one data pass."""
 
     alpha: np.ndarray
@@ -256,7 +256,7 @@ class SaddlePoint(Evidence):
     kind = "saddle-point"
 
     def verify(self, problem):
-        from .solvers.excessive_gap import saddle_form
+        from .saddle import saddle_form
 
         form = saddle_form(problem.loss)
         if form is None:
@@ -510,9 +510,8 @@ class L1DualCertifier:
     @staticmethod
     def applies(problem) -> bool:
         from .problem import RegularizedRisk
-        from .regularizers import L1
 
-        return (isinstance(problem, RegularizedRisk) and type(problem.reg) is L1
+        return (isinstance(problem, RegularizedRisk) and problem.reg.l1_ratio == 1.0
                 and getattr(problem.loss, "dual_upper", None) is not None)
 
     def due(self, work: float) -> bool:

@@ -105,6 +105,9 @@ class Oracle:
     #: False when ``value`` may be ``+inf`` (outside a domain, e.g. the entropies); when True a
     #: ``+inf`` value is reported as a numerical error by the solvers
     finite: bool = True
+    #: True when the function is differentiable everywhere (every subgradient is the gradient):
+    #: solvers that need a gradient (OWL-QN) ask this, not the class
+    differentiable: bool = False
 
     # --- public API: argument checks, then the private implementation -------------------
     def value(self, w) -> float:

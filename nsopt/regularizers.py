@@ -81,12 +81,33 @@ class Regularizer(Oracle):
         :math:`H^*` with :math:`\\|\\nabla^2\\Omega^*(\\mu)\\|_2 \\le H^*` for all :math:`\\mu`
         (for a conjugate that is only :math:`C^1`, the Lipschitz constant of its gradient), or
         ``None`` when the Hessian is unbounded (or the conjugate is not smooth).
+
+    The facts solvers ask about (instead of testing the class, as cvxpy's atoms answer
+    ``is_pwl()``):
+
+    strong_convexity : float
+        The largest :math:`\\mu \\ge 0` with :math:`\\Omega - \\tfrac\\mu2\\|\\cdot\\|_2^2` convex
+        (0: not strongly convex in the Euclidean norm).
+    self_conjugate : bool
+        :math:`\\Omega = \\Omega^* = \\tfrac12\\|\\cdot\\|_2^2`: the dual connection is the identity,
+        :math:`w = \\mu` (closed forms of k-bundle, proximal BMRM and Nesterov's method).
+    polyhedral : bool
+        :math:`\\Omega` is polyhedral, so :math:`\\Omega^*` is an indicator and the master problem
+        is an LP; aggregated cutting-plane models stall on it.
+    l1_ratio : float or None
+        :math:`\\Omega = r\\|w\\|_1 + \\tfrac{1-r}2\\|w\\|_2^2` with this :math:`r` (``None`` when
+        :math:`\\Omega` is not of that form): 1 is the L1 norm (OWL-QN's setting, the L1
+        dual-point certificate), 0 is L2.
     """
 
     dim = None
     lower_bound = 0.0
     inner: str = "smooth"
     curvature_bound: float | None = None
+    strong_convexity: float = 0.0
+    self_conjugate: bool = False
+    polyhedral: bool = False
+    l1_ratio: float | None = None
 
     # --- public API -----------------------------------------------------------------------
     def conjugate(self, mu) -> float:
@@ -336,6 +357,9 @@ class L2(Regularizer):
 
     inner = "qp"
     curvature_bound = 1.0
+    strong_convexity = 1.0
+    self_conjugate = True
+    l1_ratio = 0.0
 
     def _value(self, w):
         return 0.5 * float(w @ w)
@@ -440,6 +464,8 @@ class Lp(Regularizer):
         self.p = p
         self.q = p / (p - 1.0)
         self.curvature_bound = self.q - 1.0 if self.q >= 2.0 else None
+        # 0.5 ||w||_p^2 is (p - 1)-strongly convex in ||.||_p, and ||.||_p >= ||.||_2 for p <= 2
+        self.strong_convexity = p - 1.0 if p <= 2.0 else 0.0
 
     def _params(self):
         return {"p": repr(self.p)}
@@ -530,6 +556,7 @@ class QuadraticForm(Regularizer):
         self.Q = Q
         self.dim = Q.shape[0]
         self.curvature_bound = 1.0 / lam_min
+        self.strong_convexity = float(lam_min)
 
     def _params(self):
         return {"Q": _array_repr(self.Q)}
@@ -599,6 +626,8 @@ class L1(Regularizer):
     """
 
     inner = "lp"
+    polyhedral = True
+    l1_ratio = 1.0
     curvature_bound = None
 
     def _value(self, w):
@@ -667,6 +696,7 @@ class ElasticNet(Regularizer):
         if not (0.0 <= r < 1.0):
             raise ValueError(f"ElasticNet needs 0 <= l1_ratio < 1, got l1_ratio = {r}")
         self.l1_ratio = r
+        self.strong_convexity = 1.0 - r
         self.curvature_bound = 1.0 / (1.0 - r)
 
     def _params(self):
@@ -823,6 +853,8 @@ class NegEntropy(_Entropy):
         self._simplex = self.normalized
         self.lower_bound = -math.inf
         self.curvature_bound = 1.0 if self.normalized else None
+        # on the simplex: 1-strongly convex in ||.||_1 (Pinsker), so in ||.||_2 as well
+        self.strong_convexity = 1.0 if self.normalized else 0.0
 
     def _params(self):
         return {"normalized": repr(self.normalized)}
@@ -899,6 +931,7 @@ class KL(_Entropy):
         self._log_prior = np.log(prior)
         self.dim = prior.shape[0]
         self.lower_bound = 0.0
+        self.strong_convexity = 1.0  # on the simplex (Pinsker)
 
     def _params(self):
         return {"prior": _array_repr(self.prior)}

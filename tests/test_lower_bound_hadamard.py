@@ -19,7 +19,7 @@ import nsopt
 from nsopt.inner import project_simplex
 from nsopt.oracle import LineFunction, Oracle
 from nsopt.solvers import BMRM, ExcessiveGap
-from nsopt.solvers.excessive_gap import SaddleForm
+from nsopt.saddle import SaddleForm
 
 LSBMRM = getattr(nsopt.solvers, "LSBMRM", None)
 

@@ -247,3 +247,36 @@ def test_lam_must_be_positive():
     X, y = small_binary(20, 3)
     with pytest.raises(ValueError, match="lam must be > 0"):
         nsopt.RegularizedRisk(Hinge(X, y), R.L2(), 0.0)
+
+
+def test_declared_requirements_are_checked_for_every_solver():
+    """``requires`` names capabilities the base checks (main checked only "regularized_risk"
+    and ignored the rest); an unknown name is an error, never silently ignored."""
+    from nsopt.solvers._base import CAPABILITIES
+
+    plain = nsopt.FunctionOracle(lambda w: float(w @ w), lambda w: 2 * w, dim=2)
+    for name, cls in nsopt.solvers.SOLVERS.items():
+        assert set(cls.requires) <= set(CAPABILITIES), name
+        supported = cls.unsupported_reason(plain) is None
+        assert supported == ("regularized_risk" not in cls.requires), name
+
+    class Wants(nsopt.solvers.BMRM):
+        requires = ("telepathy",)
+
+    with pytest.raises(ValueError, match="telepathy"):
+        Wants.unsupported_reason(plain)
+
+
+def test_solvers_read_facts_not_classes():
+    """No solver tests a concrete loss or regularizer class: they ask the facts
+    (self_conjugate, polyhedral, l1_ratio, differentiable, saddle_form)."""
+    import pathlib
+    import re
+
+    root = pathlib.Path(nsopt.__file__).parent / "solvers"
+    pattern = re.compile(r"(isinstance\([^)]*,\s*\(?(L1|L2|Lp|QuadraticForm|ElasticNet|NegEntropy|KL|"
+                         r"Logistic|SquaredHinge|Hinge|MulticlassHinge|ScaledMulticlassHinge)\b|"
+                         r"type\([^)]*\) is (not )?(L1|L2))")
+    offenders = [f"{p.name}: {m.group(0)}" for p in root.glob("*.py")
+                 for m in pattern.finditer(p.read_text(encoding="utf-8"))]
+    assert not offenders, offenders

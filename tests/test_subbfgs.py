@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import nsopt
 from nsopt import regularizers as R
-from nsopt.losses import Hinge, Logistic
+from nsopt.losses import Hinge, Logistic, SquaredHinge
 from nsopt.oracle import CountingOracle, GenericLine, LineFunction
 from nsopt.solvers import SubBFGS, SubLBFGS
 from nsopt.solvers.subbfgs import (DenseInverseHessian, LBFGSInverseHessian, _Alg2,
@@ -462,3 +462,15 @@ def test_appendix_e_114_unbounded_within_three_iterations(x0):
     f = Polyhedral([[2, 1], [-2, 1], [0, 3]], [0, 0, 0])
     res = nsopt.minimize(f, method="subbfgs", x0=np.array(x0), max_iter=50)
     assert res.info["unbounded"] and res.nit <= 3
+
+
+@pytest.mark.parametrize("lam", [1e-2, 1e-3])
+def test_owlqn_follows_the_facts_squared_hinge_l1(lam):
+    """OWL-QN is chosen by what the problem is (a differentiable loss, Omega = ||w||_1), not by
+    its class: squared hinge + L1 took the generic path on main."""
+    X, y = small_binary(150, 10, 21)
+    J = nsopt.RegularizedRisk(SquaredHinge(X, y), R.L1(), lam)
+    res = nsopt.minimize(J, method="sublbfgs", rtol=1e-6, max_iter=2000)
+    f_star = cvxpy_optimum(X, y, "squaredhinge", R.L1(), lam)
+    assert res.info["mode"] == "owlqn*" and res.success
+    assert res.lower_bound - 1e-7 <= f_star <= res.fun + 1e-7

@@ -47,7 +47,7 @@ from nsopt.inner import project_simplex
 from nsopt.losses import Hinge
 from nsopt.oracle import Oracle
 from nsopt.solvers import BMRM, ExcessiveGap
-from nsopt.solvers.excessive_gap import SaddleForm
+from nsopt.saddle import SaddleForm
 
 # %% [markdown]
 # ## The instance

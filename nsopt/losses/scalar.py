@@ -58,6 +58,19 @@ class Hinge(ScalarLoss):
     """
 
     binary = True
+
+    def saddle_form(self):
+        r""":math:`\max(0, 1 - yf) = \max_{s\in[0,1]} s(1 - yf)`: :math:`Z = \mathrm{diag}(y)X`,
+        :math:`b = 1`, :math:`Q = \prod_i [0, c_i]` with the example weights :math:`c`
+        (:class:`~nsopt.saddle.SaddleForm`, [SZV09]_ Sec. 4)."""
+        from ..saddle import SaddleForm
+
+        dm, y, c = self.data, self.y, self.c
+        return SaddleForm(
+            matvec=lambda w: y * dm.dot(w), rmatvec=lambda a: dm.rdot(y * a),
+            offset=np.ones(y.size), project=lambda v: np.clip(v, 0.0, c),
+            center=np.zeros(y.size), radius_sq=0.5 * float(c @ c),
+        )
     piecewise_quadratic = True
     value_kernel = staticmethod(k.hinge_value)
     grad_kernel = staticmethod(k.hinge_grad)
@@ -83,6 +96,8 @@ class SquaredHinge(ScalarLoss):
     :math:`yf = 1`, so line searches are exact.
     """
 
+    differentiable = True
+
     binary = True
     piecewise_quadratic = True
     value_kernel = staticmethod(k.squared_hinge_value)
@@ -107,6 +122,8 @@ class Logistic(ScalarLoss):
     Derivative :math:`-y / (1 + e^{y f})` (erratum E20: the printed :math:`-y/(1 + e^{-yf})` is
     wrong); both evaluated without overflow.
     """
+
+    differentiable = True
 
     binary = True
     value_kernel = staticmethod(k.logistic_value)
@@ -172,6 +189,8 @@ class Exponential(ScalarLoss):
     1.0
     """
 
+    differentiable = True
+
     binary = True
     value_kernel = staticmethod(k.exponential_value)
     grad_kernel = staticmethod(k.exponential_grad)
@@ -212,6 +231,8 @@ class Huber(ScalarLoss):
     1.3125
     """
 
+    differentiable = True
+
     piecewise_quadratic = True
 
     def __init__(self, X, y, delta=1.0, sample_weight=None):
@@ -247,6 +268,8 @@ class LeastSquares(ScalarLoss):
     >>> nsopt.losses.LeastSquares(np.eye(2), [1.0, 3.0]).value(np.zeros(2))  # (0.5 + 4.5) / 2
     2.5
     """
+
+    differentiable = True
 
     piecewise_quadratic = True
     value_kernel = staticmethod(k.least_squares_value)
@@ -412,6 +435,8 @@ class Poisson(ScalarLoss):
     >>> round(float(loss.lower_bound), 6)  # (0 + 2 - 2 log 2) / 2
     0.306853
     """
+
+    differentiable = True
 
     def __init__(self, X, y, sample_weight=None):
         super().__init__(X, y, sample_weight)

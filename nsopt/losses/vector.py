@@ -48,6 +48,34 @@ class _MarginLoss(VectorLoss):
     piecewise_linear = True
     _example_arrays = ("y",)
 
+    def saddle_form(self):
+        r""":math:`\max_j \Gamma_{yj}(f_j - f_y) + \Delta_{yj}`: per example a simplex of total
+        :math:`c_i`, :math:`b_{ij} = \Delta_{y_i j}`, :math:`(ZW)_{ij} = -\Gamma_{y_i j}(F_{ij} -
+        F_{iy_i})` with :math:`F = XW` (:class:`~nsopt.saddle.SaddleForm`, [SZV09]_ Sec. 4)."""
+        from ..inner._box_equality import project_simplex_rows
+        from ..saddle import SaddleForm
+
+        X, y, c = self.data.X, self.y, self.c
+        k = int(self.n_classes)
+        d = self.dim // k
+        gamma, offset = self.gamma[y], self.delta[y]
+        rows = np.arange(y.size)
+
+        def matvec(w):
+            F = np.asarray(X @ w.reshape(d, k))
+            return -gamma * (F - F[rows, y][:, None])
+
+        def rmatvec(a):
+            T = -gamma * a
+            T[rows, y] -= T.sum(axis=1)
+            return np.asarray(X.T @ T).reshape(-1)
+
+        return SaddleForm(
+            matvec=matvec, rmatvec=rmatvec, offset=offset,
+            project=lambda v: project_simplex_rows(v, c),
+            center=np.repeat(c[:, None] / k, k, axis=1), radius_sq=0.5 * (1 - 1 / k) * float(c @ c),
+        )
+
     def _set_margins(self, y, gamma, delta):
         self.y = y
         self.gamma = np.ascontiguousarray(gamma, dtype=np.float64)
@@ -222,6 +250,8 @@ class Softmax(VectorLoss):
     >>> bool(np.isclose(nsopt.losses.Softmax(X, y).value(np.zeros(12)), np.log(3)))
     True
     """
+
+    differentiable = True
 
     _example_arrays = ("y",)
 

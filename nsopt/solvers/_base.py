@@ -120,6 +120,18 @@ COMMON_OPTIONS = {
 }
 
 
+#: The capabilities a solver may list in ``requires``: name -> (test, what it means). The base
+#: class checks them for every solver, so a declared requirement is never silently ignored.
+CAPABILITIES = {
+    "regularized_risk": (lambda p: isinstance(p, RegularizedRisk),
+                         "a RegularizedRisk(loss, reg, lam) (it uses the loss and the regularizer apart)"),
+    "sup_subgradient": (lambda p: callable(getattr(p, "sup_subgradient", None)),
+                        "an oracle with sup_subgradient(w, p)"),
+    "restrict": (lambda p: callable(getattr(p, "restrict", None)),
+                 "an oracle with restrict(w, p) (line restrictions)"),
+}
+
+
 class BestPoint:
     """Listener of the counting oracle that remembers the best point ever evaluated.
 
@@ -246,11 +258,16 @@ class Solver:
 
     @classmethod
     def unsupported_reason(cls, problem: Oracle) -> str | None:
-        """Why this solver cannot handle ``problem`` (None if it can). Subclasses with
-        requirements beyond ``requires`` extend this."""
+        """Why this solver cannot handle ``problem`` (None if it can): every capability named
+        in ``requires`` (see :data:`CAPABILITIES`) is checked here, for every solver.
+        Subclasses with requirements beyond those extend this."""
         for need in cls.requires:
-            if need == "regularized_risk" and not isinstance(problem, RegularizedRisk):
-                return f"method {cls.name!r} needs a RegularizedRisk(loss, reg, lam), got {type(problem).__name__}"
+            if need not in CAPABILITIES:
+                raise ValueError(f"{cls.__name__}.requires names {need!r}, which is not a capability "
+                                 f"nsopt knows; known: {sorted(CAPABILITIES)}")
+            test, meaning = CAPABILITIES[need]
+            if not test(problem):
+                return f"method {cls.name!r} needs {meaning}, got {type(problem).__name__}"
         return None
 
     def check_problem(self, problem: Oracle) -> None:

@@ -14,7 +14,6 @@ import math
 import numpy as np
 
 from ..problem import RegularizedRisk
-from ..regularizers import L2
 
 __all__ = ["default_start", "sgd_start"]
 
@@ -40,7 +39,7 @@ def sgd_start(problem: RegularizedRisk, passes: int = 10, batch_size: int = 64,
     Needs a loss with ``batch_subgradient(w, rows)`` (the scalar losses) and L2.
     """
     inner = getattr(problem, "oracle", problem)  # a solver passes its counting wrapper
-    if not isinstance(inner, RegularizedRisk) or type(problem.reg) is not L2:
+    if not isinstance(inner, RegularizedRisk) or not problem.reg.self_conjugate:
         raise TypeError("sgd_start needs RegularizedRisk(loss, L2(), lam)")
     loss = problem.loss
     if not hasattr(loss, "batch_subgradient"):

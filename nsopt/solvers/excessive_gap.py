@@ -26,8 +26,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from ..inner._box_equality import project_box_equality, project_simplex_rows
-from ..losses import Hinge
+from ..inner._box_equality import project_box_equality
 from ..losses._kernels import dot as _serial_dot
 from ..oracle import Oracle
 from ..problem import RegularizedRisk
@@ -35,87 +34,14 @@ from ..regularizers import L2
 from ._base import Option, Solver
 from ._registry import register
 
-try:  # the multiclass losses (written concurrently); supported when present
-    from ..losses.vector import MulticlassHinge, ScaledMulticlassHinge
-    _MARGIN_LOSSES: tuple = (MulticlassHinge, ScaledMulticlassHinge)
-except ImportError:  # pragma: no cover - depends on the tree
-    _MARGIN_LOSSES = ()
+from ..losses import Hinge
+from ..saddle import SaddleForm, saddle_form
 
 __all__ = ["ExcessiveGap", "SaddleForm", "saddle_form", "pragam_with_bias", "InterceptFit"]
 
 
-# ----------------------------------------------------------------------------------------
-# saddle forms
-# ----------------------------------------------------------------------------------------
-class SaddleForm(NamedTuple):
-    r"""A loss written as :math:`R(w) = \max_{\alpha\in Q}\langle\alpha, b - Zw\rangle`.
-
-    ``matvec(w)`` is :math:`Zw` and ``rmatvec(alpha)`` is :math:`Z^T\alpha` (a vector of the
-    problem's dimension); dual points have any fixed shape (``(m,)`` or ``(m, k)``).
-    ``project`` is the Euclidean projection onto :math:`Q`, ``center`` the prox-centre
-    :math:`\alpha_c \in Q` and ``radius_sq`` a bound :math:`D_2 \ge \max_Q \tfrac12\|\alpha -
-    \alpha_c\|^2`. Every :math:`\alpha\in Q` gives the loss plane
-    :math:`R(v) \ge \langle -Z^T\alpha, v\rangle + \langle b, \alpha\rangle`.
-    """
-
-    matvec: Callable[[np.ndarray], np.ndarray]
-    rmatvec: Callable[[np.ndarray], np.ndarray]
-    offset: np.ndarray
-    project: Callable[[np.ndarray], np.ndarray]
-    center: np.ndarray
-    radius_sq: float
-
-
-def _hinge_form(loss) -> SaddleForm:
-    # max(0, 1 - y f) = max_{s in [0,1]} s (1 - y f): Z = diag(y) X, b = 1, Q = prod [0, c_i]
-    dm, y, c = loss.data, loss.y, loss.c
-    return SaddleForm(
-        matvec=lambda w: y * dm.dot(w), rmatvec=lambda a: dm.rdot(y * a),
-        offset=np.ones(y.size), project=lambda v: np.clip(v, 0.0, c),
-        center=np.zeros(y.size), radius_sq=0.5 * float(c @ c),
-    )
-
-
-def _margin_form(loss) -> SaddleForm:
-    # max_j Gamma_yj (f_j - f_y) + Delta_yj: per example a simplex of total c_i, b_ij = Delta_yj,
-    # (Z W)_ij = -Gamma_yj (F_ij - F_iy) with F = X W
-    X, y, c = loss.data.X, loss.y, loss.c
-    k = int(loss.n_classes)
-    d = loss.dim // k
-    gamma = np.asarray(getattr(loss, "gamma", np.ones((k, k))))[y]
-    offset = np.asarray(getattr(loss, "delta", 1.0 - np.eye(k)), dtype=np.float64)[y]
-    rows = np.arange(y.size)
-
-    def matvec(w):
-        F = np.asarray(X @ w.reshape(d, k))
-        return -gamma * (F - F[rows, y][:, None])
-
-    def rmatvec(a):
-        T = -gamma * a
-        T[rows, y] -= T.sum(axis=1)
-        return np.asarray(X.T @ T).reshape(-1)
-
-    return SaddleForm(
-        matvec=matvec, rmatvec=rmatvec, offset=offset,
-        project=lambda v: project_simplex_rows(v, c),
-        center=np.repeat(c[:, None] / k, k, axis=1), radius_sq=0.5 * (1 - 1 / k) * float(c @ c),
-    )
-
-
-def saddle_form(loss) -> SaddleForm | None:
-    """The saddle form of ``loss``, or None if it has none known here."""
-    own = getattr(loss, "saddle_form", None)
-    if callable(own):
-        return own()
-    if isinstance(loss, Hinge):
-        return _hinge_form(loss)
-    if _MARGIN_LOSSES and isinstance(loss, _MARGIN_LOSSES):
-        return _margin_form(loss)
-    return None
-
-
 def _has_saddle_form(loss) -> bool:
-    return callable(getattr(loss, "saddle_form", None)) or isinstance(loss, (Hinge, *_MARGIN_LOSSES))
+    return callable(getattr(loss, "saddle_form", None))
 
 
 # ----------------------------------------------------------------------------------------
@@ -300,7 +226,7 @@ class ExcessiveGap(Solver):
             return f"{what}; got {type(problem).__name__}"
         if not _has_saddle_form(problem.loss):
             return f"{what}; got loss {type(problem.loss).__name__}"
-        if type(problem.reg) is not L2:
+        if not problem.reg.self_conjugate:
             return f"{what}; got regularizer {type(problem.reg).__name__}"
         return None
 
@@ -465,7 +391,7 @@ class _InterceptHinge(Oracle):
         return r, -self.data.rdot(self.y * alpha)
 
     def saddle_form(self) -> SaddleForm:
-        form = _hinge_form(self)
+        form = Hinge.saddle_form(self)  # the same Z, b and centre; Q adds sum(y alpha) = 0
         y, c = self.y, self.c
         return form._replace(project=lambda v: project_box_equality(v, y, 0.0, c, 0.0))
 

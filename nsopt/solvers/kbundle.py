@@ -14,7 +14,6 @@ from typing import NamedTuple
 import numpy as np
 
 from ..bundle import PlaneBundle
-from ..regularizers import L2
 from ._base import Option, Solver, positive_int
 from ._cutting_plane import PLANE_OPTIONS, add_and_solve, master_solver, new_bundle
 from ._registry import register
@@ -92,14 +91,14 @@ class KBundle(Solver):
     @classmethod
     def unsupported_reason(cls, problem):
         reason = super().unsupported_reason(problem)
-        if reason is None and problem.reg.inner == "lp":
+        if reason is None and problem.reg.polyhedral:
             reason = (f"kbundle aggregates planes, which converges only with a strongly convex "
                       f"regularizer; {type(problem.reg).__name__} has a polyhedral conjugate "
                       "(the aggregated model stalls): use 'bmrm', which keeps every plane")
         return reason
 
     def _closed_form(self, problem) -> bool:
-        return (self.closed_form and self.bundle_size == 2 and type(problem.reg) is L2
+        return (self.closed_form and self.bundle_size == 2 and problem.reg.self_conjugate
                 and self.planes is None)
 
     def init(self, problem, x0):

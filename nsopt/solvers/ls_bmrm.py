@@ -65,7 +65,7 @@ class LSBMRM(Solver):
     """
 
     name = "ls-bmrm"
-    requires = ("regularized_risk",)
+    requires = ("regularized_risk", "restrict")
     self_certifying = True
     history_fields = ("n_planes", "inner_time", "eta")
     options = {

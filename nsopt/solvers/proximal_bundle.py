@@ -188,7 +188,7 @@ class ProxBMRM(ProximalBundle):
         if not isinstance(problem, RegularizedRisk):
             return ("proximal BMRM needs a RegularizedRisk(loss, L2(), lam); for any other "
                     "convex function use ProximalBundle(variant='trust-region')")
-        if type(problem.reg) is not L2:
+        if not problem.reg.self_conjugate:
             return (f"proximal BMRM needs the L2 regularizer, got {type(problem.reg).__name__}; "
                     "use variant='trust-region', or method 'bmrm'")
         return None

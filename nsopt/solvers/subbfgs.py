@@ -25,9 +25,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..linesearch import exact_line_search, wolfe_line_search
-from ..losses import Logistic
 from ..problem import RegularizedRisk
-from ..regularizers import L1
 from ._base import Option, Solver, in_range, positive_int
 from ._registry import register
 
@@ -613,7 +611,7 @@ class SubLBFGS(SubBFGS):
     def _mode(self, problem):
         J = getattr(problem, "oracle", problem)
         if (self.owlqn_variant != "none" and isinstance(J, RegularizedRisk)
-                and isinstance(J.loss, Logistic) and isinstance(J.reg, L1)):
+                and J.reg.l1_ratio == 1.0 and J.loss.differentiable):
             return self.owlqn_variant
         return "subbfgs"
 
