@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-from .oracle import LineFunction, NonConvexError
+from .oracle import LineFunction, NonConvexError, WrappedLine
 
 __all__ = ["LineSearchResult", "wolfe_line_search", "exact_line_search"]
 
@@ -68,12 +68,13 @@ class LineSearchResult(NamedTuple):
     exact: bool = False
 
 
-class _Counted(LineFunction):
+class _Counted(WrappedLine):
     """Counts the value/derivative calls made through it (also those of the generic
     breakpoint-bisection ``minimize``; a specialised closed-form ``minimize`` is not counted)."""
 
     def __init__(self, line: LineFunction):
-        self.line, self.n = line, 0
+        super().__init__(line)
+        self.n = 0
 
     def value(self, eta):
         self.n += 1
@@ -82,14 +83,6 @@ class _Counted(LineFunction):
     def derivative(self, eta, side=1):
         self.n += 1
         return self.line.derivative(eta, side)
-
-    def breakpoints(self):
-        return self.line.breakpoints()
-
-    def minimize(self, lo=0.0, hi=math.inf):
-        if type(self.line).minimize is LineFunction.minimize:
-            return LineFunction.minimize(self, lo, hi)
-        return self.line.minimize(lo, hi)
 
 
 class _Shifted(LineFunction):

@@ -813,13 +813,37 @@ class CountingOracle(Oracle):
         return self.evaluate(w)
 
 
-class _GuardedLine(LineFunction):
+class WrappedLine(LineFunction):
+    """Base of lines that watch another line's ``value`` and ``derivative`` (checking,
+    counting): breakpoints pass through, and ``minimize`` runs the generic bisection through
+    the wrapper (so it is watched too) unless the inner line has a closed form of its own."""
+
+    def __init__(self, line: LineFunction):
+        self.line = line
+        self.cheap_derivative = line.cheap_derivative
+
+    def value(self, eta):
+        return self.line.value(eta)
+
+    def derivative(self, eta, side=1):
+        return self.line.derivative(eta, side)
+
+    def breakpoints(self):
+        return self.line.breakpoints()
+
+    def minimize(self, lo=0.0, hi=math.inf):
+        if type(self.line).minimize is LineFunction.minimize:
+            return LineFunction.minimize(self, lo, hi)
+        return self.line.minimize(lo, hi)
+
+
+class _GuardedLine(WrappedLine):
     """A line of a :class:`CountingOracle`: values and derivatives are checked for NaN/inf
     like the oracle's own answers (a line search must never swallow them)."""
 
     def __init__(self, line: LineFunction, owner: CountingOracle, w, p):
-        self.line, self.owner, self.w, self.p = line, owner, w, p
-        self.cheap_derivative = line.cheap_derivative
+        super().__init__(line)
+        self.owner, self.w, self.p = owner, w, p
         self.check_convexity = owner.check_convexity
 
     @property
@@ -842,14 +866,6 @@ class _GuardedLine(LineFunction):
             raise OracleNumericalError(f"the line derivative at eta = {eta!r} is NaN",
                                        self._point(eta), "line derivative")
         return d
-
-    def breakpoints(self):
-        return self.line.breakpoints()
-
-    def minimize(self, lo=0.0, hi=math.inf):
-        if type(self.line).minimize is LineFunction.minimize:
-            return LineFunction.minimize(self, lo, hi)
-        return self.line.minimize(lo, hi)
 
     def __getattr__(self, name):  # line-specific extras (margins, ...)
         if name == "line":
