@@ -276,7 +276,10 @@ def test_subgradient_inequality(name, data):
 @pytest.mark.parametrize("name", DIFFERENTIABLE)
 @given(data=st.data())
 def test_finite_differences(name, data):
-    case = data.draw(cases(name))
+    _check_finite_differences(data.draw(cases(name)))
+
+
+def _check_finite_differences(case):
     loss = case.loss()
     rw, a = loss.value_and_subgradient(case.w)
     d = case.X.shape[1]
@@ -290,7 +293,12 @@ def test_finite_differences(name, data):
         h = 1e-7
         fd = (loss.value(case.w + h * p) - loss.value(case.w - h * p)) / (2 * h)
         assert _close(fd, float(a @ p), 1e-6, rw), (p, fd, float(a @ p))
-        assert loss.sup_subgradient(case.w, p)[0] == pytest.approx(float(a @ p), rel=1e-12, abs=1e-300)
+        # a = X^T (c * l'(f)) holds products that underflow (1e-228 * 1e-230 -> 0) where
+        # <c * l'(f), X p> does not: each entry of a may be off by up to m * tiny (one underflow
+        # per term), and <a, p> by that times |p|_1, which the rescaling p / q amplifies
+        underflow = case.X.shape[0] * np.finfo(float).tiny * float(np.abs(p).sum())
+        assert loss.sup_subgradient(case.w, p)[0] == pytest.approx(
+            float(a @ p), rel=1e-12, abs=max(1e-300, underflow))
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -321,7 +329,11 @@ def test_sup_subgradient_at_kinks_matches_brute_force(name, data):
 @pytest.mark.parametrize("name", NAMES)
 @given(data=st.data())
 def test_restrict_matches_oracle(name, data):
-    case = data.draw(cases(name, kinked=data.draw(st.booleans())))
+    _check_restrict(data.draw(cases(name, kinked=data.draw(st.booleans()))))
+
+
+def _check_restrict(case):
+    name = case.name
     loss = case.loss()
     w, p = case.w, case.p
     line = loss.restrict(w, p)
@@ -329,9 +341,13 @@ def test_restrict_matches_oracle(name, data):
         x = w + eta * p
         assert _close(line.value(eta), loss.value(x), 1e-13)
         right, left = line.derivative(eta, 1), line.derivative(eta, -1)
-        assert _close(right, loss.sup_subgradient(x, p)[0], 1e-12)
-        assert _close(left, -loss.sup_subgradient(x, -p)[0], 1e-12)
-        assert _close(right, brute_sup(case, x, p), 1e-12)
+        slack = _kink_slack(case, w, p, eta, x)
+        assert _close(right, loss.sup_subgradient(x, p)[0], 1e-12) or \
+            abs(right - loss.sup_subgradient(x, p)[0]) <= slack, (eta, slack)
+        assert _close(left, -loss.sup_subgradient(x, -p)[0], 1e-12) or \
+            abs(left + loss.sup_subgradient(x, -p)[0]) <= slack, (eta, slack)
+        assert _close(right, brute_sup(case, x, p), 1e-12) or \
+            abs(right - brute_sup(case, x, p)) <= slack, (eta, slack)
         assert right >= left - 1e-12 * max(1.0, abs(left))
     # between breakpoints the derivative is continuous (no missing breakpoint)
     bps = line.breakpoints()
@@ -339,9 +355,48 @@ def test_restrict_matches_oracle(name, data):
     t = np.unique(np.concatenate([[-4.0, 4.0], bps]))
     for eta in 0.5 * (t[1:] + t[:-1]):
         right, left = line.derivative(eta, 1), line.derivative(eta, -1)
-        assert _close(right, left, 1e-12), (eta, right, left, bps)
+        slack = _kink_slack(case, w, p, eta)
+        assert _close(right, left, 1e-12) or abs(right - left) <= slack, (eta, right, left, bps)
     if SPECS[name].kinks is None:
         assert bps.size == 0
+
+
+def _kink_slack(case, w, p, eta, x=None):
+    """How far the line's one-sided derivatives at ``eta`` may honestly differ from the
+    oracle's at ``x = w + eta p`` (or, with ``x`` None, right from left between breakpoints).
+
+    The line scores ``f + eta q`` (``f = Xw``, ``q = Xp``; within 8 ulps of a kink snapped onto
+    it, as ``ScalarLine`` does) and the oracle's ``X x`` are different roundings of one number.
+    With non-dyadic data (entries like 1e-238 absorbed in ``0.125 + 1e-238``) they can sit on
+    different sides of a kink, or the line's on it and the oracle's just off it; no floating
+    point formula can decide which is true. Only such examples (sides differ, scores within
+    rounding) may change the derivative, each by at most ``c_i |slope jump| |q_i|``. Exact
+    (dyadic) cases, where both scores are exact, get no slack. Between breakpoints an example
+    counts when its line score is within rounding of a kink (the interval then has no float
+    inside it that is off the kink, e.g. breakpoints 3.9999999999999996 and 4.0).
+    """
+    spec = SPECS[case.name]
+    if spec.pieces is None:
+        return 0.0  # differentiable: no derivative jump to excuse
+    slopes, _ = spec.pieces(case.y, case.param)
+    jump = slopes.max(axis=1) - slopes.min(axis=1)
+    kinks = spec.kinks(case.y, case.param)
+    f, q = case.X @ w, case.X @ p
+    zl = f + eta * q
+    eps = np.finfo(float).eps
+    scale = np.abs(case.X) @ (np.abs(w) + abs(eta) * np.abs(p))
+    amb = np.zeros(case.X.shape[0], dtype=bool)
+    for k in kinks.T:
+        tol = 16 * eps * (scale + np.abs(k))
+        near_l = np.abs(zl - k) <= tol
+        if x is None:
+            amb |= near_l
+            continue
+        zo = case.X @ x
+        sl = np.where(np.abs(zl - k) <= 8 * eps * (np.abs(f) + np.abs(eta * q) + np.abs(k)),
+                      0.0, np.sign(zl - k))
+        amb |= (sl != np.sign(zo - k)) & (near_l | (np.abs(zo - k) <= tol))
+    return float(case.c @ (amb * jump * np.abs(q))) * (1 + 1e-12)
 
 
 def _check_line_minimum(line, eta, rtol=1e-9):
@@ -418,3 +473,44 @@ def test_sample_weights_equal_duplicated_rows(name, data):
         agree(x, y)
     agree(weighted.restrict(w, p).derivative(0.5, -1), duplicated.restrict(w, p).derivative(0.5, -1))
     agree(weighted.lower_bound, duplicated.lower_bound)
+
+
+# --- regressions: falsifying examples of an explore run (500 examples) -------------------
+def _rows(m, d, rows):
+    X = np.zeros((m, d))
+    for i, r in rows.items():
+        X[i] = r
+    return X
+
+
+_A = np.array
+REGRESSIONS = [
+    # line scores f + eta q absorb a tiny entry that X (w + eta p) keeps: 0 vs -5e-239 at rho = 0
+    Case("Novelty", _rows(7, 4, {0: [0, 4.01962472e-238, 1, 0]}), np.zeros(7), 0.0, None,
+         _A([0, 0, 0.125, 0]), _A([0, -0.25, -0.25, 0]), np.zeros(4)),
+    Case("Novelty", _rows(7, 4, {0: [0, 4.01962472e-238, 1, 0]}), np.zeros(7), 0.0, None,
+         _A([0, 0, 0.125, 0]), _A([0, 0.25, -0.25, 0]), np.zeros(4)),
+    Case("Quantile", _rows(5, 3, {2: [-1, 2.32793364e-184, 0]}), np.zeros(5), 0.125, None,
+         _A([0.125, 0, 0]), _A([-0.25, 0.25, 0]), np.zeros(3)),
+    Case("Quantile", _rows(5, 3, {2: [1, 2.32793364e-184, 0]}), np.zeros(5), 0.125, None,
+         _A([0.125, 0, 0]), _A([-0.25, 0.25, 0]), np.zeros(3)),
+    Case("Hinge", _rows(7, 3, {6: [-2.0 ** -52, -0.5, 0]}), np.ones(7), None, None,
+         _A([-0.125, -1.0, 0]), _A([-0.25, -0.5, 0]), np.zeros(3)),
+    Case("Hinge", _rows(7, 3, {6: [2.0 ** -52, -0.5, 0]}), np.ones(7), None, None,
+         _A([0.0, -1.0, 0]), _A([-0.25, -0.5, 0]), np.zeros(3)),
+    # breakpoint 1 / (0.25 + 2^-54) = 3.9999999999999996 next to 4.0: no float between them
+    Case("Hinge", _rows(7, 3, {6: [1.0, 2.0 ** -52, 0]}), np.ones(7), None, None,
+         np.zeros(3), _A([0.25, 0.25, 0]), np.zeros(3)),
+]
+
+
+@pytest.mark.parametrize("case", REGRESSIONS, ids=lambda c: c.name)
+def test_restrict_matches_oracle_regressions(case):
+    _check_restrict(case)
+
+
+def test_finite_differences_underflow_regression():
+    # a = X^T g underflows (1.1e-228 * 2e-230) where <g, X p> = 2e-230 does not
+    case = Case("LeastSquares", _rows(7, 3, {5: [0, 1.10384432e-228, 0]}), np.zeros(7), None,
+                None, _A([0, 0.125, 0]), _A([0.25, 0, 0]), np.zeros(3))
+    _check_finite_differences(case)
