@@ -95,6 +95,9 @@ class _MarginLoss(VectorLoss):
         n, base = vk.margin_events(F, Q, self.y, self.gamma, self.delta, self.c, kinks, jumps)
         return kinks[:n], jumps[:n], base
 
+    def _tie_scale(self):
+        return float(self.gamma.max()), float(self.delta.max())
+
     @property
     def n_classes(self) -> int:
         return self.n_outputs
