@@ -419,6 +419,11 @@ class VectorLoss(Oracle):
         """Sorted kinks in eta of a smooth loss's line (empty); None if unknown."""
         return None
 
+    def _tie_scale(self):
+        """``(gmax, dmax)`` of the tie tolerance ``tie_rtol (1 + dmax + 2 gmax big)`` of the
+        per-example kernels (``big`` the largest score magnitude of the example)."""
+        return 1.0, 0.0
+
     def _kernel_events(self, F, Q):  # pragma: no cover - abstract
         """``(kinks, jumps, base)`` of a piecewise-linear loss's line (see VectorLine)."""
         raise NotImplementedError(f"{type(self).__name__}._kernel_events is not implemented")
@@ -560,17 +565,40 @@ class VectorLine(LineFunction):
 
     def _event_table(self):
         if self._events is None:
-            kinks, jumps, base = self.loss._kernel_events(self.F, self.Q)
+            loss = self.loss
+            kinks, jumps, base = loss._kernel_events(self.F, self.Q)
             order = np.argsort(kinks)
-            self._events = (kinks[order], np.cumsum(jumps[order]), float(base))
+            # tie radius in eta: the oracle ties pieces within tol(eta) = tie_rtol (1 + dmax
+            # + 2 gmax (max|F| + |eta| max|Q|)) in value; two pieces meeting at a kink with
+            # slope difference >= min(jumps) / max(c) are that close within tol / that of it
+            r0 = r1 = 0.0
+            if kinks.size:
+                gmax, dmax = loss._tie_scale()
+                slope = float(jumps.min()) / float(loss.c.max())
+                if slope > 0.0:
+                    t = 2.0 * loss.tie_rtol / slope  # 2: margin for the rounded kink location
+                    r0 = t * (1.0 + dmax + 2.0 * gmax * float(np.abs(self.F).max()))
+                    r1 = t * 2.0 * gmax * float(np.abs(self.Q).max())
+                else:
+                    r0 = np.inf
+            self._events = (kinks[order], np.cumsum(jumps[order]), float(base), r0, r1)
         return self._events
 
     def derivative(self, eta, side=1):
         if side not in (1, -1):
             raise ValueError(f"side must be +1 or -1, got {side}")
+        eta = float(eta)
         if not self.loss.piecewise_linear:
-            return float(self.loss._kernel_slope(self.F, self.Q, float(eta), int(side)))
-        kinks, cum, base = self._event_table()
+            return float(self.loss._kernel_slope(self.F, self.Q, eta, int(side)))
+        kinks, cum, base, r0, r1 = self._event_table()
+        r = r0 + r1 * abs(eta)
+        if kinks.size and (np.searchsorted(kinks, eta + r, side="right")
+                           > np.searchsorted(kinks, eta - r, side="left")):
+            # a kink within the tie tolerance of eta: which side of it eta lies on is decided
+            # by rounding, so decide the tie as the oracle does (steepest tied piece, R8)
+            plus, minus, coef, _ = self.loss._pairs(self.F, self.Q, eta, int(side))
+            rows = np.arange(self.F.shape[0])
+            return float(coef @ (self.Q[rows, plus] - self.Q[rows, minus]))
         j = int(np.searchsorted(kinks, eta, side="right" if side == 1 else "left"))
         return base + float(cum[j - 1]) if j else base
 

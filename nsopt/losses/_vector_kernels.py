@@ -164,8 +164,11 @@ def hull_order(a, n, buf):
 
 
 @njit(cache=True)
-def upper_envelope(a, b, n, hull, kinks):
+def upper_envelope(a, b, n, hull, kinks, stol=0.0):
     """Upper envelope of the lines ``b[j] + eta a[j]``, ``j < n``, over all real ``eta``.
+
+    Slopes within ``stol`` of each other count as parallel: a slope difference at the
+    rounding level of ``Q = XP`` (dense BLAS and sparse passes round differently) is no kink.
 
     Writes the indices of the lines on the envelope into ``hull[:h]`` (ascending slope: from
     ``eta = -inf`` to ``+inf``) and the ``h - 1`` kinks between consecutive ones, ascending,
@@ -186,7 +189,7 @@ def upper_envelope(a, b, n, hull, kinks):
     h = 0
     for t in range(n):
         l = order[t]
-        if h > 0 and a[hull[h - 1]] == a[l]:  # parallel guard: keep the higher line
+        if h > 0 and a[l] - a[hull[h - 1]] <= stol:  # parallel guard: keep the higher line
             if b[l] <= b[hull[h - 1]]:
                 continue
             h -= 1
@@ -281,9 +284,11 @@ def margin_pairs(F, Q, eta, y, gamma, delta, c, side, tie_rtol, plus, minus, coe
 
 
 @njit(cache=True)
-def margin_events(F, Q, y, gamma, delta, c, kinks_out, jumps_out):
-    """Kinks of the line and the jumps of its slope there; returns ``(n, slope at -inf)``."""
+def margin_events(F, Q, y, gamma, delta, c, kinks_out, jumps_out, tie_rtol=0.0):
+    """Kinks of the line and the jumps of its slope there; returns ``(n, slope at -inf)``.
+    Slopes within ``tie_rtol (1 + 2 gmax max_j |q_j|)`` are parallel (no kink)."""
     m, k = F.shape
+    gmax = np.max(gamma)
     a = np.empty(k)
     b = np.empty(k)
     hull = np.empty(k, dtype=np.int64)
@@ -295,7 +300,9 @@ def margin_events(F, Q, y, gamma, delta, c, kinks_out, jumps_out):
         if ci == 0.0:  # a zero-weight example puts no kink into the sum
             continue
         yi = y[i]
+        bigq = 0.0
         for j in range(k):
+            bigq = max(bigq, abs(Q[i, j]))
             g = gamma[yi, j]
             if j == yi:
                 a[j] = 0.0
@@ -303,7 +310,7 @@ def margin_events(F, Q, y, gamma, delta, c, kinks_out, jumps_out):
             else:
                 a[j] = g * (Q[i, j] - Q[i, yi])
                 b[j] = g * (F[i, j] - F[i, yi]) + delta[yi, j]
-        h = upper_envelope(a, b, k, hull, kinks)
+        h = upper_envelope(a, b, k, hull, kinks, tie_rtol * (1.0 + 2.0 * gmax * bigq))
         base += ci * a[hull[0]]
         for t in range(h - 1):
             kinks_out[n] = kinks[t]
@@ -401,7 +408,7 @@ def multilabel_pairs(F, Q, eta, Y, c, side, tie_rtol, plus, minus, coef):
 
 
 @njit(cache=True)
-def multilabel_events(F, Q, Y, c, kinks_out, jumps_out):
+def multilabel_events(F, Q, Y, c, kinks_out, jumps_out, tie_rtol=0.0):
     """Kinks of :math:`\\eta \\mapsto \\max(0, 1 + U(\\eta) - L(\\eta))` per example, with
     :math:`U` the upper envelope of the irrelevant labels' lines and :math:`L` the lower
     envelope of the relevant ones: ``U - L`` is convex piecewise linear, the maximum of the
@@ -430,7 +437,9 @@ def multilabel_events(F, Q, Y, c, kinks_out, jumps_out):
             continue
         n1 = 0
         n2 = 0
+        bigq = 0.0
         for j in range(k):
+            bigq = max(bigq, abs(Q[i, j]))
             if Y[i, j]:  # relevant: lower envelope = -(upper envelope of the negated lines)
                 a2[n2] = -Q[i, j]
                 b2[n2] = -F[i, j]
@@ -441,8 +450,9 @@ def multilabel_events(F, Q, Y, c, kinks_out, jumps_out):
                 n1 += 1
         if n1 == 0 or n2 == 0:
             continue
-        h1 = upper_envelope(a1, b1, n1, hull1, k1)
-        h2 = upper_envelope(a2, b2, n2, hull2, k2)
+        stol = tie_rtol * (1.0 + 2.0 * bigq)  # slopes that close are parallel
+        h1 = upper_envelope(a1, b1, n1, hull1, k1, stol)
+        h2 = upper_envelope(a2, b2, n2, hull2, k2, stol)
         # pieces of 1 + U - L, from eta = -inf to +inf
         u = 0
         v = 0
@@ -464,7 +474,7 @@ def multilabel_events(F, Q, Y, c, kinks_out, jumps_out):
         a3[p] = 0.0  # the zero line (z' = z in eq. 55)
         b3[p] = 0.0
         p += 1
-        h3 = upper_envelope(a3, b3, p, hull3, k3)
+        h3 = upper_envelope(a3, b3, p, hull3, k3, stol)
         base += ci * a3[hull3[0]]
         for t in range(h3 - 1):
             kinks_out[n] = k3[t]

@@ -92,8 +92,12 @@ class _MarginLoss(VectorLoss):
     def _kernel_events(self, F, Q):
         size = F.shape[0] * max(F.shape[1] - 1, 1)
         kinks, jumps = np.empty(size), np.empty(size)
-        n, base = vk.margin_events(F, Q, self.y, self.gamma, self.delta, self.c, kinks, jumps)
+        n, base = vk.margin_events(F, Q, self.y, self.gamma, self.delta, self.c, kinks, jumps,
+                                   self.tie_rtol)
         return kinks[:n], jumps[:n], base
+
+    def _tie_scale(self):
+        return float(self.gamma.max()), float(self.delta.max())
 
     @property
     def n_classes(self) -> int:
@@ -378,7 +382,7 @@ class MultilabelHinge(VectorLoss):
     def _kernel_events(self, F, Q):
         size = F.shape[0] * F.shape[1]
         kinks, jumps = np.empty(size), np.empty(size)
-        n, base = vk.multilabel_events(F, Q, self.Y, self.c, kinks, jumps)
+        n, base = vk.multilabel_events(F, Q, self.Y, self.c, kinks, jumps, self.tie_rtol)
         return kinks[:n], jumps[:n], base
 
     def predict(self, X, w, n_labels=None) -> np.ndarray:

@@ -1,0 +1,97 @@
+"""Regression tests: the falsifying examples of the explore hypothesis run of
+tests/properties/test_losses_vector.py (exact arrays from the failure output)."""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from nsopt.losses.vector import MulticlassHinge, MultilabelHinge, ScaledMulticlassHinge
+from nsopt.testing import check_oracle
+
+
+def _close(a, b, rtol=1e-12):
+    return abs(a - b) <= rtol * max(1.0, abs(a), abs(b))
+
+
+def _dense_sparse_agree(make, X, w, p, etas=(-0.5, 0.0, 0.375, 1.5)):
+    ld, ls = make(X), make(sp.csr_matrix(X))
+    lined, lines = ld.restrict(w, p), ls.restrict(w, p)
+    for eta in etas:
+        assert _close(lined.value(eta), lines.value(eta))
+        assert _close(lined.derivative(eta, 1), lines.derivative(eta, 1)), eta
+        assert _close(lined.derivative(eta, -1), lines.derivative(eta, -1)), eta
+    bd, bs = lined.breakpoints(), lines.breakpoints()
+    assert bd.shape == bs.shape
+    np.testing.assert_allclose(bd, bs, rtol=1e-12, atol=1e-12)
+
+
+def test_cs_dense_sparse_derivative_at_a_rounded_kink():
+    # kink of example 3 at eta = -0.5 up to rounding of -1/3 * -0.375: dense and sparse
+    # products round differently, the line's left derivative must not depend on it
+    X = np.zeros((7, 2))
+    X[3] = [-1.40129846e-45, -1.0 / 3.0]
+    y = np.array([0, 0, 0, 1, 0, 0, 0])
+    w = np.array([0.0, 0, 0, 0, -0.375, 0, 0, 0])
+    p = np.array([0.25, 0, 0, 0, -0.75, 0, 0, 0])
+    _dense_sparse_agree(lambda A: MulticlassHinge(A, y, n_classes=4), X, w, p)
+
+
+def test_cs_dense_sparse_no_kink_from_a_rounding_slope():
+    # Q[6, 3] = -0.25 + (-1/3)(-0.75) is 0 or 5.6e-17 depending on the product (FMA or not):
+    # a slope difference at the rounding level is no kink
+    X = np.zeros((7, 2))
+    X[6] = [-1.0, -1.0 / 3.0]
+    y = np.zeros(7, dtype=np.int64)
+    w = np.zeros(8)
+    p = np.array([0.0, 0, 0, 0.25, 0, 0, 0, -0.75])
+    _dense_sparse_agree(lambda A: MulticlassHinge(A, y, n_classes=4), X, w, p)
+
+
+def test_multilabel_dense_sparse_derivative_at_a_rounded_kink():
+    X = np.zeros((7, 4))
+    X[2] = [1.0, 0.0, 0.0, 1.65116175]
+    Y = np.zeros((7, 4))
+    Y[2, 3] = 1.0
+    w = np.zeros(16)
+    w[2], w[14] = -0.5, 0.875
+    p = np.zeros(16)
+    p[2], p[14] = -1.0, 1.75
+    _dense_sparse_agree(lambda A: MultilabelHinge(A, Y), X, w, p)
+
+
+def _margin_line_matches_oracle(loss, w, p):
+    line = loss.restrict(w, p)
+    for eta in (-1.0, -0.25, 0.0, 0.125, 0.5, 1.0, 2.0):
+        x = w + eta * p
+        assert _close(line.value(eta), loss.value(x), 1e-13)
+        assert _close(line.derivative(eta, 1), loss.sup_subgradient(x, p)[0]), eta
+        assert _close(line.derivative(eta, -1), -loss.sup_subgradient(x, -p)[0]), eta
+
+
+def test_margin_line_derivative_decides_ties_as_the_oracle():
+    # a piece above the others by 4.8e-208 (a tie within tie_rtol for the oracle) crosses
+    # them just right of eta = 0: the line's derivative must decide the tie the same way
+    X = np.zeros((6, 4))
+    X[4, 1] = 1.0
+    y = np.zeros(6, dtype=np.int64)
+    cost = np.zeros((2, 2))
+    sw = np.array([1.0, 0, 0, 0, 1, 0])
+    w = np.array([0.0, 0, 0, 4.8180502e-208, 0, 0, 0, 0])
+    for sign in (1.0, -1.0):
+        p = sign * np.array([0.0, 0, 0, -0.25, 0, 0, 0, 0])
+        for A in (X, sp.csr_matrix(X)):
+            _margin_line_matches_oracle(
+                ScaledMulticlassHinge(A, y, cost, rescaling="margin", sample_weight=sw), w, p)
+
+
+def test_margin_check_oracle_at_a_tie_within_tolerance():
+    X = np.array([[0.0], [1.0]])
+    y = np.array([0, 0])
+    cost = np.zeros((5, 5))
+    w = np.array([0.0, 0, 0, 0, 2.220446049250313e-16])
+    p = np.array([0.0, 0, 0, 0, -0.25])
+    for A in (X, sp.csr_matrix(X)):
+        loss = ScaledMulticlassHinge(A, y, cost, rescaling="margin")
+        _margin_line_matches_oracle(loss, w, p)
+        check_oracle(loss, points=np.stack([w, np.zeros_like(w)]),
+                     directions=np.stack([p, -p]), n=2, rtol=1e-7)
