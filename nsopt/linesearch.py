@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-from .oracle import LineFunction, NonConvexError, WrappedLine
+from .oracle import LineFunction, NonConvexError, WrappedLine, rounding_allowance
 
 __all__ = ["LineSearchResult", "wolfe_line_search", "exact_line_search"]
 
@@ -216,7 +216,7 @@ def _check_tangent(f0: float, slope0: float, eta: float, f: float, scale: float)
     judged against ``scale``, the largest value the oracle has returned (values near a
     minimiser are sums of terms of that size)."""
     tangent = f0 + eta * slope0
-    if f < tangent - 1e-9 * max(abs(f0), abs(f), abs(eta * slope0), scale, 1e-300):
+    if f < tangent - rounding_allowance(f0, f, eta * slope0, scale):
         raise NonConvexError(
             f"the function on the line is below its tangent at 0: phi({eta!r}) = {f!r} < "
             f"phi(0) + eta phi'(0+) = {tangent!r}",

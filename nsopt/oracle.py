@@ -646,10 +646,12 @@ class Max(Oracle):
 # ----------------------------------------------------------------------------------------
 # Counting and caching, seen by solvers
 # ----------------------------------------------------------------------------------------
-def _rounding(*terms: float) -> float:
-    """Rounding allowance of a comparison between sums of these magnitudes (plus an absolute
-    floor for values that are exactly 0)."""
-    return 1e-9 * max(max(abs(t) for t in terms), 1e-300) + 1e-300
+def rounding_allowance(*magnitudes: float, rel: float = 1e-9) -> float:
+    """How far two computations of one quantity may differ by rounding when they involve these
+    magnitudes: ``rel`` times the largest (plus an absolute floor for values that are exactly
+    0). The one yardstick of the convexity checks, the line search's tangent test and the
+    solver loop's bound-versus-value test."""
+    return rel * max(max(abs(t) for t in magnitudes), 1e-300) + 1e-300
 
 
 class CountingOracle(Oracle):
@@ -706,7 +708,7 @@ class CountingOracle(Oracle):
             raise OracleNumericalError(
                 f"the oracle's {what} is {f} at a point with |w|_inf = "
                 f"{float(np.max(np.abs(w), initial=0.0)):.3g}", np.array(w, copy=True), what)
-        if self.check_convexity and f < self.lower_bound - _rounding(f, self.lower_bound, self._fmax):
+        if self.check_convexity and f < self.lower_bound - rounding_allowance(f, self.lower_bound, self._fmax):
             raise NonConvexError(
                 f"the oracle's {what} {f!r} is below its stated lower_bound {self.lower_bound!r}",
                 {"w": np.array(w, copy=True), "f": f, "lower_bound": self.lower_bound})
@@ -724,12 +726,12 @@ class CountingOracle(Oracle):
             return
         # no d-sized temporaries (d may be 1e6): <g, w2 - w1> and ||w2 - w1|| from dot products
         g = old.subgradient
-        slope = float(g @ new.w) - float(g @ old.w)
-        plane = old.fun + slope
+        g_new, g_old = float(g @ new.w), float(g @ old.w)
+        plane = old.fun + (g_new - g_old)
         dist = math.sqrt(max(float(new.w @ new.w) + float(old.w @ old.w)
                              - 2.0 * float(new.w @ old.w), 0.0))
-        if new.fun < plane - _rounding(new.fun, old.fun, self._fmax, abs(float(g @ new.w)),
-                                       abs(float(g @ old.w)), self._gmax * dist):
+        if new.fun < plane - rounding_allowance(new.fun, old.fun, self._fmax, g_new, g_old,
+                                                self._gmax * dist):
             raise NonConvexError(
                 f"f(w2) = {new.fun!r} lies below the plane of w1, f(w1) + <g1, w2 - w1> = "
                 f"{plane!r}: the function is not convex or g1 is not a subgradient",
@@ -793,7 +795,7 @@ class CountingOracle(Oracle):
         last = self._last
         if self.check_convexity and last is not None and np.array_equal(last.w, w):
             lin = float(last.subgradient @ p)
-            if lin > s + _rounding(s, lin, self._gmax * float(np.linalg.norm(p))):
+            if lin > s + rounding_allowance(s, lin, self._gmax * float(np.linalg.norm(p))):
                 raise NonConvexError(
                     f"the directional derivative f'(w; p) = {s!r} is below <g, p> = {lin!r} for "
                     "the subgradient g the oracle returned at w: g is not a subgradient or the "

@@ -18,7 +18,8 @@ import numpy as np
 
 from .._validation import check_callback, check_positive, check_vector
 from ..certificate import Certificate, L1DualCertifier, PlaneCertifier
-from ..oracle import CountingOracle, Evaluation, NonConvexError, Oracle, OracleNumericalError
+from ..oracle import (CountingOracle, Evaluation, NonConvexError, Oracle, OracleNumericalError,
+                      rounding_allowance)
 from ..problem import RegularizedRisk, as_problem
 from ..result import History, Result, Status
 from ._registry import methods_supporting
@@ -195,12 +196,6 @@ def _stop_status(exc: BaseException, info: dict) -> Status:
     return Status.NONCONVEX
 
 
-def bound_rounding(fun: float, lower: float, scale: float) -> float:
-    """How far a proven lower bound may exceed the best value by rounding alone: bounds are sums
-    of plane values of magnitude up to ``scale`` (the largest value seen)."""
-    return 1e-12 * max(abs(fun), abs(lower), scale) + 1e-300
-
-
 class Solver:
     """Base class of all solvers. Subclasses set ``name``, ``requires``, ``options`` and
     implement ``init`` and ``step``; see :mod:`nsopt.solvers._base`.
@@ -366,7 +361,8 @@ class Solver:
             except KeyboardInterrupt:
                 status = status or Status.INTERRUPTED
             fun, lower = best.fun, bound.value
-            if status is None and lower > fun + bound_rounding(fun, lower, best.scale):
+            # bounds are sums of plane values of magnitude up to best.scale (the largest value seen)
+            if status is None and lower > fun + rounding_allowance(fun, lower, best.scale, rel=1e-12):
                 status = Status.NONCONVEX
                 info["nonconvex"] = {
                     "message": f"the proven lower bound {lower!r} ({bound.source}) exceeds the value "
@@ -389,7 +385,7 @@ class Solver:
                     status = Status.CONVERGED
                 elif getattr(state, "unbounded", False):
                     status = Status.UNBOUNDED
-                elif getattr(state, "stationary", False) or getattr(state, "converged", False):
+                elif getattr(state, "stationary", False):
                     status = Status.STATIONARY
                 elif cfg["max_iter"] is not None and nit >= cfg["max_iter"]:
                     status = Status.MAX_ITER
