@@ -54,6 +54,8 @@ from typing import Callable
 import numpy as np
 import scipy.sparse as sp
 
+from .regularizers import scaled_conjugate
+
 __all__ = ["PlaneBundle"]
 
 #: dense row storage while capacity x d floats fit in this many bytes
@@ -587,7 +589,7 @@ class PlaneBundle:
         a/\lambda)` for every ``w`` (Fenchel-Young).
         """
         a_bar, b_bar = self.combine(alpha)
-        return b_bar - lam * reg.conjugate(-a_bar / lam)
+        return b_bar - scaled_conjugate(reg, a_bar, lam)
 
     def feasible(self, alpha: np.ndarray) -> np.ndarray:
         """``alpha`` made exactly feasible: negatives clipped, each model's multipliers
@@ -611,7 +613,7 @@ class PlaneBundle:
         alpha = self.feasible(alpha)
         a_bar, b_bar = self.combine(alpha)
         with np.errstate(over="ignore", invalid="ignore"):
-            value = float(b_bar - lam * reg.conjugate(-a_bar / lam))
+            value = float(b_bar - scaled_conjugate(reg, a_bar, lam))
         if not value > -math.inf and self.n_fixed and self.n_blocks == 1:
             amax = float(np.max(np.abs(a_bar), initial=0.0))
             if amax > 0:
@@ -620,7 +622,7 @@ class PlaneBundle:
                 alpha[0] += 1.0 - tau  # the floor plane (fixed, slope 0)
                 a_bar, b_bar = self.combine(alpha)
                 with np.errstate(over="ignore", invalid="ignore"):
-                    value = float(b_bar - lam * reg.conjugate(-a_bar / lam))
+                    value = float(b_bar - scaled_conjugate(reg, a_bar, lam))
         if not value > -math.inf:
             return -math.inf, a_bar, b_bar, None
         return value, a_bar, b_bar, self.evidence(alpha, plane=(a_bar, b_bar))

@@ -52,6 +52,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+from .oracle import frozen
+from .regularizers import scaled_conjugate
+
 __all__ = ["Certificate", "PlaneCertifier", "L1DualCertifier", "CertificateError", "Evidence",
            "DualPoint", "QueryPoints", "SaddlePoint", "fingerprint"]
 
@@ -132,14 +135,14 @@ def _plane_bound(problem, a, b, floor=None):
     (``tau < 1`` just enough) is used: again a plane of R. Returns ``(bound, b, conjugate term)``."""
     lam = problem.lam
     with np.errstate(over="ignore", invalid="ignore"):
-        conj = lam * float(problem.reg.conjugate(-a / lam))
+        conj = scaled_conjugate(problem.reg, a, lam)
     if math.isinf(conj) and floor is not None and math.isfinite(floor):
         amax = float(np.max(np.abs(a), initial=0.0))
         if amax <= lam * (1 + 1e-7):
             tau = min(1.0, lam / amax) * (1 - 1e-12)
             a, b = tau * a, tau * b + (1 - tau) * floor
             with np.errstate(over="ignore", invalid="ignore"):
-                conj = lam * float(problem.reg.conjugate(-a / lam))
+                conj = scaled_conjugate(problem.reg, a, lam)
     return b - conj, b, conj
 
 
@@ -317,7 +320,7 @@ class Certificate:
         fp = fingerprint(problem) if hasattr(problem, "loss") else None
         return cls(upper=float(upper), lower=float(lower), gap=float(upper) - float(lower),
                    source=source, a_bar=plane[0], b_bar=plane[1], evidence=evidence,
-                   x=None if x is None else np.array(x, dtype=np.float64), fingerprint=fp)
+                   x=None if x is None else frozen(x), fingerprint=fp)
 
     def recompute(self, problem) -> float:
         r"""The bound rebuilt from the evidence alone (see :meth:`check`), without checking the

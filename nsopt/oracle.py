@@ -654,6 +654,26 @@ def rounding_allowance(*magnitudes: float, rel: float = 1e-9) -> float:
     return rel * max(max(abs(t) for t in magnitudes), 1e-300) + 1e-300
 
 
+def frozen(w) -> np.ndarray:
+    """``w`` as a read-only float64 array the caller cannot change: ``w`` itself when it
+    already is one that owns its data (a solver's iterate, frozen by :func:`freeze`), else a
+    read-only copy. Evaluations keep their point, so this saves one d-vector per kept point."""
+    if (isinstance(w, np.ndarray) and w.dtype == np.float64 and w.base is None
+            and not w.flags.writeable):
+        return w
+    w = np.array(w, dtype=np.float64)
+    w.flags.writeable = False
+    return w
+
+
+def freeze(w: np.ndarray) -> np.ndarray:
+    """Mark a freshly computed float64 iterate read-only, so the counting oracle can keep it
+    without a copy (see :func:`frozen`); returns ``w``. Anything else is returned as is."""
+    if isinstance(w, np.ndarray) and w.dtype == np.float64 and w.base is None:
+        w.flags.writeable = False
+    return w
+
+
 class CountingOracle(Oracle):
     r"""Wrap an oracle for a solver run: count calls, cache the last point, notify listeners,
     and check every answer.
@@ -737,12 +757,18 @@ class CountingOracle(Oracle):
                 f"{plane!r}: the function is not convex or g1 is not a subgradient",
                 {"w1": old.w, "f1": old.fun, "g1": old.subgradient, "w2": new.w, "f2": new.fun})
 
+    def forget(self) -> None:
+        """Drop the cached last evaluation (its point and subgradients): the plane check and
+        the cache start afresh."""
+        self._last = None
+        self._last_value = None
+
     # --- calls --------------------------------------------------------------------------
     def evaluate(self, w: np.ndarray) -> Evaluation:
         last = self._last
         if last is not None and (last.w is w or np.array_equal(last.w, w)):
             return last
-        w = np.array(w, dtype=np.float64)  # own copy: callers may mutate theirs
+        w = frozen(w)
         self.nfev += 1
         ev = self.oracle._evaluate(w)
         if not isinstance(ev, Evaluation):
@@ -765,7 +791,7 @@ class CountingOracle(Oracle):
     def evaluate_groups(self, w: np.ndarray, n_groups: int):
         """Like :meth:`evaluate`, with the loss split into ``n_groups`` parts (one oracle call);
         returns ``(Evaluation, values, subgradients)``."""
-        w = np.array(w, dtype=np.float64)
+        w = frozen(w)
         self.nfev += 1
         ev, values, subgradients = self.oracle._evaluate_groups(w, n_groups)
         self._accept(ev)
@@ -784,7 +810,7 @@ class CountingOracle(Oracle):
             return cached[1]
         self.nfev += 1
         f = self._check_value(self.oracle._value(w), w)
-        self._last_value = (np.array(w, dtype=np.float64), f)
+        self._last_value = (frozen(w), f)
         return f
 
     def _sup_subgradient(self, w, p):

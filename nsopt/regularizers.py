@@ -61,6 +61,15 @@ SIMPLEX_TOL = 1e-9
 # ----------------------------------------------------------------------------------------
 # Base class
 # ----------------------------------------------------------------------------------------
+def scaled_conjugate(reg, a, lam: float) -> float:
+    r""":math:`\lambda\Omega^*(-a/\lambda)` through ``reg.scaled_conjugate`` when ``reg`` has it
+    (every :class:`Regularizer`), else through ``reg.conjugate`` (a duck-typed regularizer)."""
+    own = getattr(reg, "scaled_conjugate", None)
+    if own is not None:
+        return float(own(a, lam))
+    return lam * float(reg.conjugate(-np.asarray(a, dtype=np.float64) / lam))
+
+
 class Regularizer(Oracle):
     """Base class: a convex regularizer with a computable conjugate.
 
@@ -114,6 +123,13 @@ class Regularizer(Oracle):
         r"""The Fenchel conjugate :math:`\Omega^*(\mu) = \sup_w \langle w, \mu\rangle - \Omega(w)`
         (``+inf`` where the sup is infinite)."""
         return float(self._conjugate(self._dual_point(mu)))
+
+    def scaled_conjugate(self, a, lam: float) -> float:
+        r""":math:`\lambda\Omega^*(-a/\lambda)`, the conjugate term of the bound
+        :math:`b - \lambda\Omega^*(-a/\lambda)` that a plane :math:`(a, b)` of the risk proves on
+        :math:`\lambda\Omega + R` (Fenchel-Young). A regularizer may compute it without the
+        d-vector :math:`-a/\lambda` (L2: :math:`\|a\|^2/(2\lambda)`)."""
+        return lam * self.conjugate(-np.asarray(a, dtype=np.float64) / lam)
 
     def conjugate_grad(self, mu) -> np.ndarray:
         r"""The dual connection :math:`w = \nabla\Omega^*(\mu)`, a maximiser of
@@ -372,6 +388,10 @@ class L2(Regularizer):
 
     def _conjugate(self, mu):
         return 0.5 * float(mu @ mu)
+
+    def scaled_conjugate(self, a, lam: float) -> float:
+        a = self._dual_point(a)
+        return float(a @ a) / (2.0 * lam)
 
     def _conjugate_grad(self, mu):
         return mu.copy()

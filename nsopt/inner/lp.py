@@ -63,6 +63,7 @@ from scipy.optimize import linprog
 
 from ._base import InnerSolution, InnerSolver, bundle_blocks, plane_values
 from ._simplex import Blocks
+from ..regularizers import scaled_conjugate
 
 __all__ = ["LPSimplex"]
 
@@ -134,7 +135,7 @@ class LPSimplex(InnerSolver):
             alpha = blocks.normalize(alpha) if np.all(blocks.sums(alpha) > 0) else anchor
         alpha = _repair(A, alpha, anchor, target, blocks)
         a_bar = alpha @ A
-        dual = float(alpha @ b) - lam * float(reg.conjugate(-a_bar / lam))
+        dual = float(alpha @ b) - scaled_conjugate(reg, a_bar, lam)
         if not math.isfinite(dual):
             raise ValueError(
                 f"{type(reg).__name__}'s conjugate is infinite at the repaired LP multipliers: "

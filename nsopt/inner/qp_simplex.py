@@ -69,6 +69,7 @@ import numpy as np
 from numba import njit
 from scipy.linalg import lstsq
 
+from ..regularizers import scaled_conjugate
 from ._base import (InnerSolution, past, InnerSolver, bundle_blocks, check_int_option, default_tol,
                     plane_values)
 
@@ -378,7 +379,7 @@ def finish_quadratic(bundle, reg, lam, alpha, n_iter, blocks=None) -> InnerSolut
     w = -(bundle.rmatvec(alpha, metric=True) if bundle.metric is not None else a_bar) / lam
     support = np.flatnonzero(alpha)
     b_dot = float(alpha[support] @ bundle.b[support])
-    dual = b_dot - lam * float(reg.conjugate(-a_bar / lam))
+    dual = b_dot - scaled_conjugate(reg, a_bar, lam)
     dual_gram = b_dot + 0.5 * float(a_bar @ w)  # the same value through the bundle's metric
     if not abs(dual - dual_gram) <= 1e-8 * (1.0 + abs(b_dot) + abs(dual - b_dot)):
         raise ValueError(

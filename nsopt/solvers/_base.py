@@ -18,7 +18,7 @@ import numpy as np
 
 from .._validation import check_callback, check_positive, check_vector
 from ..certificate import Certificate, L1DualCertifier, PlaneCertifier
-from ..oracle import (CountingOracle, Evaluation, NonConvexError, Oracle, OracleNumericalError,
+from ..oracle import (CountingOracle, Evaluation, NonConvexError, Oracle, OracleNumericalError, freeze,
                       rounding_allowance)
 from ..problem import RegularizedRisk, as_problem
 from ..result import History, Result, Status
@@ -350,6 +350,8 @@ class Solver:
             state = self.init(oracle, x0)
         except _STOPS as exc:
             status = _stop_status(exc, info)
+        if best.w is not None:
+            x0 = None  # the start is only the fallback answer when no finite value was seen
         while True:
             final = status is not None
             try:
@@ -436,12 +438,13 @@ class Solver:
             printer.finish(status)
         if status is Status.NONCONVEX:
             lower, bound.evidence, bound.source = -math.inf, None, "none"
-        x = best.w if best.w is not None else x0
+        x = best.w if best.w is not None else freeze(np.array(x0, dtype=np.float64))
+        oracle.forget()  # the last evaluation's vectors are not needed past here (memory at large d)
         if needs_evidence:
             cert = Certificate.from_evidence(problem, x, best.fun, lower, bound.source, bound.evidence)
         else:
             cert = Certificate(upper=best.fun, lower=lower, gap=best.fun - lower,
-                               source=bound.source if lower > -math.inf else "none", x=np.array(x))
+                               source=bound.source if lower > -math.inf else "none", x=x)
         if state is not None:
             info = {**self.info(state), **info}
         stationary = status is Status.STATIONARY

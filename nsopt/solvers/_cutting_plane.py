@@ -20,6 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..bundle import PlaneBundle
+from ..oracle import freeze
 from ..inner import select
 from ._base import Option, in_range, positive_int
 
@@ -174,7 +175,7 @@ def add_and_solve(problem, bundle: PlaneBundle, alpha: np.ndarray, ev, master, *
     seconds = time.perf_counter() - t0
     bundle.update_ages(sol.alpha)
     value, a_bar, b_bar, evidence = bundle.certify(problem.reg, problem.lam, sol.alpha)
-    return Master(sol.alpha, value, sol.w, a_bar, b_bar, seconds, sol.n_iter, evidence)
+    return Master(sol.alpha, value, freeze(sol.w), a_bar, b_bar, seconds, sol.n_iter, evidence)
 
 
 def master_solver(problem, option: str):
