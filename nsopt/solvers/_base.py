@@ -201,8 +201,9 @@ class Solver:
     implement ``init`` and ``step``; see :mod:`nsopt.solvers._base`.
 
     A ``State`` may carry ``lower_bound`` (a valid lower bound proven by the solver itself)
-    and ``evidence`` (its proof, an :class:`~nsopt.certificate.Evidence`: on a RegularizedRisk a
-    bound without evidence is not reported), ``w_best`` and ``fun_best`` (a point the
+    and ``evidence`` (its proof, an :class:`~nsopt.certificate.Evidence`, e.g.
+    :class:`~nsopt.certificate.OraclePlanes` on a bare oracle: a bound without evidence is not
+    reported), ``w_best`` and ``fun_best`` (a point the
     solver valued exactly without an oracle call, e.g. by a line search), ``unbounded`` (True
     when the objective was found to decrease without bound), and ``converged`` (True when the solver's
     own stationarity test holds, for problems where no lower bound is known); ``self_certifying = True`` means this bound
@@ -337,10 +338,10 @@ class Solver:
         oracle.deadline = None if cfg["max_time"] is None else t0 + cfg["max_time"]
         if certifier is not None:
             certifier.deadline = oracle.deadline
-        # the best bound with its evidence (nsopt.certificate.Evidence); on a problem that is
-        # not a RegularizedRisk a solver's own bound counts without evidence
+        # the best bound with its evidence (nsopt.certificate.Evidence): every problem, a
+        # RegularizedRisk or a bare oracle, gets a certificate that Certificate.check verifies
         bound = BestBound()
-        needs_evidence = isinstance(problem, RegularizedRisk)
+        needs_evidence = True
         info: dict = {}
         nit = 0
         status = None
@@ -437,11 +438,7 @@ class Solver:
         if status is Status.NONCONVEX:
             lower, bound.evidence, bound.source = -math.inf, None, "none"
         x = best.w if best.w is not None else x0
-        if needs_evidence:
-            cert = Certificate.from_evidence(problem, x, best.fun, lower, bound.source, bound.evidence)
-        else:
-            cert = Certificate(upper=best.fun, lower=lower, gap=best.fun - lower,
-                               source=bound.source if lower > -math.inf else "none", x=np.array(x))
+        cert = Certificate.from_evidence(problem, x, best.fun, lower, bound.source, bound.evidence)
         if state is not None:
             info = {**self.info(state), **info}
         stationary = status is Status.STATIONARY
