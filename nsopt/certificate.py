@@ -320,8 +320,8 @@ def _aggregate(weights, rows):
 def _aggregate_error(n, abs_sum):
     r"""Bound on ``|fl(sum_i w_i g_ij) - sum_i w_i g_ij|`` from the float ``abs_sum`` of the
     ``w_i |g_ij|`` over ``n`` terms: :math:`\gamma_{n+1}` times the exact magnitude, doubled
-    because ``abs_sum`` is itself rounded."""
-    return 2.0 * _gamma(n + 2) * abs_sum
+    because ``abs_sum`` is itself rounded, plus one subnormal per operation."""
+    return 2.0 * _gamma(n + 2) * abs_sum + (n + 2) * _TINY  # plus what underflow may lose
 
 
 def zero_aggregate(weights, rows) -> bool:
@@ -367,27 +367,29 @@ def _region_parts(radius, bounds, d):
 
 def _contains(outer, inner) -> bool:
     """Whether region ``outer`` contains region ``inner`` (each ``("all",)``, ``("ball", c, r)``
-    or ``("box", lb, ub)``), decided with a margin on the safe side of rounding."""
+    or ``("box", lb, ub)``), decided with a margin on the safe side of rounding (distances are
+    inflated by twice Higham's gamma of the dimension, shifted ends by 4u of their terms)."""
     if outer[0] == "all":
         return True
     if inner[0] == "all":
         return False
+    grow = 1.0 + 2.0 * _gamma(outer[1].size + 4)
     if outer[0] == "ball":
         c, r = outer[1], outer[2]
         if inner[0] == "ball":
-            dist = float(np.linalg.norm(inner[1] - c)) if np.any(inner[1] != c) else 0.0
-            return (dist + inner[2]) * (1.0 + 8 * _U) <= r if dist else inner[2] <= r
+            if np.array_equal(inner[1], c):
+                return inner[2] <= r
+            return (float(np.linalg.norm(inner[1] - c)) + inner[2]) * grow <= r
         lb, ub = inner[1], inner[2]
         if not (np.all(np.isfinite(lb)) and np.all(np.isfinite(ub))):
             return False
-        corner = np.maximum(np.abs(lb - c), np.abs(ub - c))
-        return float(np.linalg.norm(corner)) * (1.0 + 1e-12) <= r
+        corner = np.maximum(np.abs(lb - c), np.abs(ub - c))  # the farthest corner, per axis
+        return float(np.linalg.norm(corner)) * grow <= r
     lb, ub = outer[1], outer[2]
     if inner[0] == "ball":
         c, r = inner[1], inner[2]
-        return bool(np.all(lb <= c - r * (1.0 + 4 * _U) - 4 * _U * np.abs(c))
-                    and np.all(c + r * (1.0 + 4 * _U) + 4 * _U * np.abs(c) <= ub)) if r or np.any(c) \
-            else bool(np.all(lb <= 0.0) and np.all(0.0 <= ub))
+        slack = 0.0 if not np.any(c) else 4 * _U * (np.abs(c) + r)  # c - r is exact for c = 0
+        return bool(np.all(lb <= c - r - slack) and np.all(c + r + slack <= ub))
     return bool(np.all(lb <= inner[1]) and np.all(inner[2] <= ub))
 
 

@@ -318,6 +318,10 @@ def test_box_evidence_bounds_the_box_minimum():
     fs_box = minimum("l1", box=box)[0]
     assert bound <= fs_box + tol(fs_box) and cert.upper >= fs_box - tol(fs_box)
     assert cert.check(f, bounds=(np.array(box[0]) / 2, np.array(box[1]) / 2)) == bound
+    w = box[1][0]
+    assert cert.check(f, radius=w) == bound                # the ball inside the box
+    with pytest.raises(CertificateError, match="does not contain"):
+        cert.check(f, radius=1.01 * w)
     outside = dataclasses.replace(cert, x=cert.x + 10.0, upper=f.value(cert.x + 10.0),
                                   gap=f.value(cert.x + 10.0) - cert.lower)
     with pytest.raises(CertificateError, match="outside the box"):
