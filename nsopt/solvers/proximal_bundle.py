@@ -360,7 +360,7 @@ class TrustRegionBundle(ProximalBundle):
         delta: float               # predicted decrease at x
         linearization_error: float  # of the aggregate g-hat at the centre
         subgradient_norm: float    # ||g-hat||
-        lower_bound: float         # from radius / problem.lower_bound (-inf if none)
+        lower_bound: float         # best proven so far (radius, flat plane, lower_bound) or -inf
         evidence: object           # its proof (OraclePlanes; None on a RegularizedRisk)
         stationary: bool           # stationarity test (used when no bound is known)
         beta: np.ndarray
@@ -401,7 +401,7 @@ class TrustRegionBundle(ProximalBundle):
         gnorm = float(np.linalg.norm(g_hat))
         delta = eps + gnorm ** 2 / u
         if _bare(problem):
-            lower, evidence = self._certify(problem, bundle, beta, gnorm)
+            lower, evidence = self._certify(problem, bundle, beta, gnorm, s.lower_bound, s.evidence)
         else:  # a RegularizedRisk: the plane certifier's evidence serves; this is not offered
             lower, evidence = problem.lower_bound, None
             if self.radius is not None:
@@ -414,14 +414,16 @@ class TrustRegionBundle(ProximalBundle):
                           stationary=delta <= tol and not math.isfinite(lower),
                           beta=beta, n_planes=bundle.n)
 
-    def _certify(self, problem, bundle, beta, gnorm):
-        """The best bound the bundle proves on a bare oracle, with its evidence: the oracle's
+    def _certify(self, problem, bundle, beta, gnorm, best=-math.inf, best_evidence=None):
+        """The best bound proven on a bare oracle, with its evidence: the oracle's
         ``lower_bound``, the aggregate plane over the ``radius`` ball, or a flat aggregate
         plane (``gnorm``, the norm of the master's aggregate, is exactly 0) whose slope is
-        exactly zero. The multipliers are made exactly feasible first."""
+        exactly zero. The multipliers are made exactly feasible first. The evidence (a pass over
+        the planes' recipes) is built only when the bound beats ``best``, the bound carried so
+        far with ``best_evidence``, which is returned otherwise."""
         d, stated = bundle.dim, problem.lower_bound
-        lower, evidence = -math.inf, None
-        if stated > -math.inf:
+        lower, evidence = best, best_evidence
+        if stated > lower:
             lower, evidence = stated, OraclePlanes((), np.zeros(0), floor=1.0, floor_value=stated)
         alpha = bundle.feasible(beta)
         a_bar, b_bar = bundle.combine(alpha)
