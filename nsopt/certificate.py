@@ -161,7 +161,8 @@ class Evidence:
 
     def verify(self, problem):  # pragma: no cover - abstract
         """``(bound, a, b, scale, seen)``: the bound rebuilt from the problem, the plane,
-        the magnitude of its terms (for rounding) and the J values met on the way."""
+        the magnitude of its terms (for rounding) and the J values met on the way; a sixth
+        entry, when present, is the magnitude of the slope's terms (for comparing ``a_bar``)."""
         raise NotImplementedError
 
 
@@ -491,7 +492,7 @@ class OraclePlanes(Evidence):
     def verify(self, problem):
         """``(bound, a, b, scale, seen, slope_scale)``; ``seen`` are the values of f met at query
         points (in the box, for a box)."""
-        d = problem.dim
+        d = getattr(problem, "dim", None)
         W = np.asarray(self.weights, dtype=np.float64) if not isinstance(self.weights, (str, bytes)) else None
         if W is None or W.ndim != 1:
             _fail("the multipliers must be a 1-D array, one per query point")
@@ -768,7 +769,8 @@ class Certificate:
                       f"accepted, got a {type(problem).__name__}")
         if self.x is None:
             _fail("the certificate has no point x attaining upper")
-        d = problem.dim if problem.dim is not None else int(np.size(self.x))
+        d = getattr(problem, "dim", None)
+        d = d if d is not None else int(np.size(self.x))
         x = _finite_array(self.x, "x", (d,))
         fx = float(problem.value(x))
         if not abs(fx - upper) <= rtol * max(1.0, abs(fx)):
