@@ -627,6 +627,17 @@ class PlaneBundle:
             return -math.inf, a_bar, b_bar, None
         return value, a_bar, b_bar, self.evidence(alpha, plane=(a_bar, b_bar))
 
+    def query_point(self, i: int):
+        """The query point whose own plane plane ``i`` is (``evidence="points"``: the plane
+        :meth:`add_at` added there, so its slope is that point's subgradient as the oracle
+        returned it), or None for an aggregate, a floor or a plane without evidence."""
+        ev = self._ev[int(i)]
+        if isinstance(ev, dict) and len(ev) == 1:
+            (key, weight), = ev.items()
+            if key >= 0 and weight == 1.0:
+                return self._points[key]
+        return None
+
     def evidence(self, alpha: np.ndarray, plane=None):
         """The evidence of the combination ``alpha`` (feasible), or None when a plane with a
         positive multiplier has none."""

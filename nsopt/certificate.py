@@ -24,9 +24,17 @@ own data or oracle:
   at every point (k oracle calls) and aggregates the rebuilt planes.
 * :class:`SaddlePoint` (:class:`~nsopt.solvers.ExcessiveGap` on non-margin saddle losses such
   as the multiclass hinge): :math:`\alpha \in Q`, plane :math:`(-Z^T\alpha, \langle b, \alpha\rangle)`.
+* :class:`OraclePlanes` (any other problem: a bare :class:`~nsopt.Oracle` such as a
+  :class:`~nsopt.FunctionOracle`): query points, multipliers (plus one on the oracle's own
+  ``lower_bound``) and the region the bound holds over (everywhere, a ball, a box); ``check``
+  rebuilds the planes of ``f`` itself through the oracle (k oracle calls) and bounds
+  :math:`\bar b + \min_{y \in C}\langle\bar a, y\rangle` with the rounding of its own
+  arithmetic subtracted.
 
-The certificate also holds the point ``x`` at which ``upper`` was attained and a fingerprint of
-the problem (:func:`fingerprint`), so a certificate moved to another problem is rejected.
+The certificate also holds the point ``x`` at which ``upper`` was attained and, for a
+``RegularizedRisk``, a fingerprint of the problem (:func:`fingerprint`), so a certificate moved
+to another problem is rejected. No fingerprint of an arbitrary callable is possible: on a bare
+oracle the evidence rebuilt through the oracle passed to ``check`` is the proof.
 
 :class:`PlaneCertifier` listens to the oracle calls of any solver on a ``RegularizedRisk``,
 keeps its own :class:`~nsopt.bundle.PlaneBundle` (bounded by ``max_planes``) and solves the
@@ -56,7 +64,8 @@ from .oracle import frozen
 from .regularizers import scaled_conjugate
 
 __all__ = ["Certificate", "PlaneCertifier", "L1DualCertifier", "CertificateError", "Evidence",
-           "DualPoint", "QueryPoints", "SaddlePoint", "fingerprint"]
+           "DualPoint", "QueryPoints", "SaddlePoint", "OraclePlanes", "fingerprint",
+           "zero_aggregate"]
 
 #: relative rounding allowed between a claimed and a recomputed value
 RTOL = 1e-9
@@ -155,7 +164,8 @@ class Evidence:
 
     def verify(self, problem):  # pragma: no cover - abstract
         """``(bound, a, b, scale, seen)``: the bound rebuilt from the problem, the plane,
-        the magnitude of its terms (for rounding) and the J values met on the way."""
+        the magnitude of its terms (for rounding) and the J values met on the way; a sixth
+        entry, when present, is the magnitude of the slope's terms (for comparing ``a_bar``)."""
         raise NotImplementedError
 
 
@@ -276,6 +286,357 @@ class SaddlePoint(Evidence):
 
 
 # ----------------------------------------------------------------------------------------
+# bare oracles: planes rebuilt through the oracle, over a region
+# ----------------------------------------------------------------------------------------
+_U = 2.0 ** -53      # unit roundoff of float64
+_TINY = 5e-324       # smallest subnormal: the absolute error of one operation that underflows
+
+
+def _gamma(n: int) -> float:
+    r"""Higham's :math:`\gamma_n = nu/(1 - nu)`: a sum of n products computed in floating point,
+    in any order, with or without FMA, is off by at most :math:`\gamma_{n+1}` times the sum of
+    the products' magnitudes (N. J. Higham, *Accuracy and Stability of Numerical Algorithms*,
+    2nd ed., eq. (3.5))."""
+    nu = n * _U
+    return nu / (1.0 - nu) if nu < 0.5 else math.inf
+
+
+def _exact_sign(weights, column) -> int:
+    """The sign of ``sum_i weights_i * column_i`` in exact rational arithmetic (floats convert
+    to fractions exactly)."""
+    from fractions import Fraction
+
+    total = Fraction(0)
+    for w, g in zip(weights, column):
+        if w != 0.0 and g != 0.0:
+            total += Fraction(float(w)) * Fraction(float(g))
+    return (total > 0) - (total < 0)
+
+
+def _aggregate(weights, rows):
+    """``(a_hat, err)``: the float aggregate ``sum_i weights_i rows_i`` and a bound ``err`` on
+    its distance to the exact one, coordinate by coordinate."""
+    W = np.asarray(weights, dtype=np.float64)
+    G = np.asarray(rows, dtype=np.float64)
+    return W @ G, _aggregate_error(W.size, W @ np.abs(G))
+
+
+def _aggregate_error(n, abs_sum):
+    r"""Bound on ``|fl(sum_i w_i g_ij) - sum_i w_i g_ij|`` from the float ``abs_sum`` of the
+    ``w_i |g_ij|`` over ``n`` terms: :math:`\gamma_{n+1}` times the exact magnitude, doubled
+    because ``abs_sum`` is itself rounded, plus one subnormal per operation."""
+    return 2.0 * _gamma(n + 2) * abs_sum + (n + 2) * _TINY  # plus what underflow may lose
+
+
+def zero_aggregate(weights, rows) -> bool:
+    """Whether ``sum_i weights_i rows_i`` is exactly the zero vector (rational arithmetic where
+    the float sum cannot decide). A solver asks this before it claims the bound of a flat
+    aggregate plane over the whole space: a slope zero only after rounding bounds nothing."""
+    W = np.asarray(weights, dtype=np.float64)
+    G = np.asarray(rows, dtype=np.float64).reshape(W.size, -1)
+    a_hat, err = _aggregate(W, G)
+    if np.any(np.abs(a_hat) > err):
+        return False
+    support = np.flatnonzero(((W != 0)[:, None] & (G != 0)).any(axis=0))
+    return all(_exact_sign(W, G[:, j]) == 0 for j in support)  # rational arithmetic
+
+
+def _vector_or_inf(v, name, d, fill):
+    if v is None:
+        return np.full(d, fill)
+    try:
+        a = np.broadcast_to(np.asarray(v, dtype=np.float64), (d,)).copy()
+    except (TypeError, ValueError):
+        _fail(f"{name} must be a number or an array of length {d}")
+    if np.any(np.isnan(a)):
+        _fail(f"{name} has NaN entries")
+    return a
+
+
+def _region_parts(radius, bounds, d):
+    """The regions a caller states to :meth:`Certificate.check`: a ball ``||x|| <= radius``
+    and / or a box ``bounds = (lb, ub)`` (scipy's convention; None is unbounded)."""
+    parts = []
+    if radius is not None:
+        if not isinstance(radius, numbers.Real) or not 0.0 <= radius < math.inf:
+            raise ValueError(f"radius must be a finite number >= 0, got {radius!r}")
+        parts.append(("ball", np.zeros(d), float(radius)))
+    if bounds is not None:
+        lb, ub = bounds
+        lb = _vector_or_inf(lb, "bounds[0]", d, -math.inf)
+        ub = _vector_or_inf(ub, "bounds[1]", d, math.inf)
+        parts.append(("box", lb, ub))
+    return parts
+
+
+def _contains(outer, inner) -> bool:
+    """Whether region ``outer`` contains region ``inner`` (each ``("all",)``, ``("ball", c, r)``
+    or ``("box", lb, ub)``), decided with a margin on the safe side of rounding (distances are
+    inflated by twice Higham's gamma of the dimension, shifted ends by 4u of their terms)."""
+    if outer[0] == "all":
+        return True
+    if inner[0] == "all":
+        return False
+    grow = 1.0 + 2.0 * _gamma(outer[1].size + 4)
+    if outer[0] == "ball":
+        c, r = outer[1], outer[2]
+        if inner[0] == "ball":
+            if np.array_equal(inner[1], c):
+                return inner[2] <= r
+            return (float(np.linalg.norm(inner[1] - c)) + inner[2]) * grow <= r
+        lb, ub = inner[1], inner[2]
+        if not (np.all(np.isfinite(lb)) and np.all(np.isfinite(ub))):
+            return False
+        corner = np.maximum(np.abs(lb - c), np.abs(ub - c))  # the farthest corner, per axis
+        return float(np.linalg.norm(corner)) * grow <= r
+    lb, ub = outer[1], outer[2]
+    if inner[0] == "ball":
+        c, r = inner[1], inner[2]
+        slack = 0.0 if not np.any(c) else 4 * _U * (np.abs(c) + r)  # c - r is exact for c = 0
+        return bool(np.all(lb <= c - r - slack) and np.all(c + r + slack <= ub))
+    return bool(np.all(lb <= inner[1]) and np.all(inner[2] <= ub))
+
+
+def _describe(region) -> str:
+    if region[0] == "all":
+        return "the whole space"
+    if region[0] == "ball":
+        where = "0" if not np.any(region[1]) else "a centre c"
+        return f"the ball ||x - {where}|| <= {region[2]!r}"
+    return "the box lb <= x <= ub"
+
+
+@dataclass(frozen=True, eq=False)
+class OraclePlanes(Evidence):
+    r"""Planes of any convex oracle, rebuilt through it, and the region they bound ``f`` over.
+
+    For query points :math:`x_i` with subgradients :math:`g_i \in \partial f(x_i)`, multipliers
+    :math:`w_i \ge 0` and a floor multiplier :math:`w_0 \ge 0` on the oracle's own stated
+    ``lower_bound`` :math:`\ell`, with :math:`s = w_0 + \sum_i w_i = 1`, every :math:`y` satisfies
+
+    .. math:: f(y) \ge \bar b + \langle \bar a, y\rangle, \qquad
+              \bar a = \sum_i w_i g_i, \quad \bar b = \sum_i w_i (f(x_i) - \langle g_i, x_i\rangle)
+              + w_0 \ell,
+
+    so over a region :math:`C`: :math:`\min_C f \ge \bar b + \min_{y \in C}\langle\bar a, y\rangle`:
+
+    * no region (``radius`` and ``lb``/``ub`` None): the bound is :math:`\bar b` when
+      :math:`\bar a = 0` *exactly* and :math:`-\infty` otherwise (a slope zero only after
+      rounding bounds nothing over the whole space): the sign of every coordinate of
+      :math:`\bar a` that the float sum cannot decide is computed in rational arithmetic;
+    * a ball ``||y - centre|| <= radius`` (the trust-region bundle's ``radius`` option, centre 0):
+      :math:`\bar b + \langle\bar a, c\rangle - r\|\bar a\|`;
+    * a box ``lb <= y <= ub`` (entries may be infinite; scipy's ``bounds``): :math:`\bar b +
+      \sum_j \min(\bar a_j lb_j, \bar a_j ub_j)` (a coordinate with an infinite side needs the
+      exact sign of :math:`\bar a_j`, as above).
+
+    The bound is a lower bound on :math:`f^*` when :math:`f^*` is the minimum over the region: a
+    box constrains the problem (then the certificate's ``x`` must lie in it), a ball states where
+    a minimiser lies (``||x*|| <= radius``), which no check can verify: pass
+    ``Certificate.check(problem, radius=...)`` to require the evidence's region to contain yours.
+
+    ``directions[i]`` (None by default) says which subgradient: None is the one
+    ``problem.value_and_subgradient(x_i)`` returns, a vector :math:`p` the one
+    ``problem.sup_subgradient(x_i, p)`` returns (quasi-Newton aggregates at kinks combine
+    several subgradients of one point). ``floor_value`` must be the oracle's own
+    ``lower_bound``: it is re-read from the problem, so a forged floor is rejected.
+
+    Rounding: the bound is computed in floating point, then an a priori bound on the error of
+    that arithmetic (Higham's :math:`\gamma_n` for the sums and dot products, doubled) is
+    subtracted, and :math:`s` is divided out, so the returned bound holds for the exact
+    function the oracle computes; the oracle's own rounding is its own (the planes are taken
+    to be exact, as every solver takes them). Multipliers must sum to 1 within ``1e-9``.
+
+    Check: one oracle call per query point with a positive multiplier
+    (``value_and_subgradient``), or two for a point with a direction (``value``, once per
+    distinct point, and ``sup_subgradient``); O(d) arithmetic per point, plus rational
+    arithmetic on the coordinates whose sign matters and rounding cannot decide.
+    """
+
+    points: tuple
+    weights: np.ndarray
+    directions: tuple | None = None
+    floor: float = 0.0
+    floor_value: float = -math.inf
+    centre: np.ndarray | None = None
+    radius: float | None = None
+    lb: np.ndarray | None = None
+    ub: np.ndarray | None = None
+    plane: tuple | None = field(default=None, repr=False)
+    kind = "oracle-planes"
+
+    def region(self, d: int):
+        """The validated region: ``("all",)``, ``("ball", centre, radius)`` or ``("box", lb, ub)``."""
+        ball = self.radius is not None or self.centre is not None
+        box = self.lb is not None or self.ub is not None
+        if ball and box:
+            _fail("the evidence states both a ball and a box: one region only")
+        if ball:
+            r = self.radius
+            if isinstance(r, (bool, np.bool_)) or not isinstance(r, numbers.Real) or not 0.0 <= r < math.inf:
+                _fail(f"the radius is {r!r}: it must be a finite number >= 0")
+            if self.centre is None:
+                _fail("a ball needs its centre")
+            return ("ball", _finite_array(self.centre, "the centre", (d,)), float(r))
+        if box:
+            if self.lb is None or self.ub is None:
+                _fail("a box needs both lb and ub (infinite entries for unbounded sides)")
+            lb, ub = (np.asarray(v, dtype=np.float64) for v in (self.lb, self.ub))
+            for name, v in (("lb", lb), ("ub", ub)):
+                if v.shape != (d,):
+                    _fail(f"{name} has shape {v.shape}, expected {(d,)}")
+                if np.any(np.isnan(v)):
+                    _fail(f"{name} has NaN entries")
+            if np.any(lb > ub) or np.any(lb == math.inf) or np.any(ub == -math.inf):
+                _fail("the box is empty (lb > ub somewhere, or an infinite bound on the wrong side)")
+            return ("box", lb, ub)
+        return ("all",)
+
+    def verify(self, problem):
+        """``(bound, a, b, scale, seen, slope_scale)``; ``seen`` are the values of f met at query
+        points (in the box, for a box)."""
+        d = getattr(problem, "dim", None)
+        W = np.asarray(self.weights, dtype=np.float64) if not isinstance(self.weights, (str, bytes)) else None
+        if W is None or W.ndim != 1:
+            _fail("the multipliers must be a 1-D array, one per query point")
+        k = W.size
+        if not isinstance(self.points, (tuple, list)) or len(self.points) != k:
+            _fail(f"{len(self.points) if hasattr(self.points, '__len__') else '?'} query points "
+                  f"but {k} multipliers")
+        W = _finite_array(W, "the multipliers", (k,))
+        dirs = self.directions
+        if dirs is not None and (not isinstance(dirs, (tuple, list)) or len(dirs) != k):
+            _fail(f"the directions must be a tuple of {k} entries (None or a vector), one per point")
+        w0 = self.floor
+        if isinstance(w0, (bool, np.bool_)) or not isinstance(w0, numbers.Real) or not math.isfinite(w0):
+            _fail(f"the floor multiplier is {w0!r}, not a finite number")
+        w0 = float(w0)
+        if np.any(W < 0) or w0 < 0:
+            _fail("the multipliers must be >= 0")
+        total = math.fsum(list(W) + [w0])
+        if not abs(total - 1.0) <= 1e-9:
+            _fail(f"the multipliers are off the simplex: they sum to {total!r} (must be 1)")
+        ell = self.floor_value
+        if isinstance(ell, (bool, np.bool_)) or not isinstance(ell, numbers.Real) or math.isnan(ell):
+            _fail(f"the floor value is {ell!r}, not a number")
+        stated = float(getattr(problem, "lower_bound", -math.inf))
+        if float(ell) != stated:
+            _fail(f"the floor value {ell!r} is not the oracle's own lower_bound ({stated!r}): a "
+                  "floor is trusted only as the oracle's statement")
+        if w0 > 0 and not math.isfinite(stated):
+            _fail("the floor plane is used but the oracle states no finite lower_bound")
+        if d is None:
+            d = int(np.size(self.points[0])) if k else 0
+        region = self.region(d)
+        lb = ub = None
+        if region[0] == "box":
+            lb, ub = region[1], region[2]
+        elif region[0] == "all":
+            lb, ub = np.full(d, -math.inf), np.full(d, math.inf)
+        keep_rows = lb is not None and not (np.all(np.isfinite(lb)) and np.all(np.isfinite(ub)))
+
+        a_hat, abs_a = np.zeros(d), np.zeros(d)
+        used_w, b_terms, rows = [], [], []
+        mag_b, slope2, seen, values = 0.0, 0.0, [], {}
+        for i, x in enumerate(self.points):
+            x = _finite_array(x, f"query point {i}", (d,))
+            p = None if dirs is None else dirs[i]
+            if p is not None:
+                p = _finite_array(p, f"direction {i}", (d,))
+            if W[i] == 0.0:
+                continue
+            try:
+                if p is None:
+                    f, g = problem.value_and_subgradient(x)
+                else:
+                    key = x.tobytes()
+                    if key not in values:
+                        values[key] = problem.value(x)
+                    f = values[key]
+                    g = problem.sup_subgradient(x, p)[1]
+            except CertificateError:
+                raise
+            except Exception as exc:  # the oracle refuses the point: not evidence
+                raise CertificateError(f"the oracle raised at query point {i}: {exc!r}") from exc
+            f = float(f)
+            g = np.asarray(g.toarray() if sp.issparse(g) else g, dtype=np.float64).reshape(-1)
+            if not math.isfinite(f):
+                _fail(f"the oracle's value at query point {i} is {f!r}")
+            g = _finite_array(g, f"the subgradient at query point {i}", (d,))
+            gx = np.abs(g) @ np.abs(x)
+            b_terms.append(f - float(g @ x))
+            used_w.append(W[i])
+            a_hat += W[i] * g
+            abs_a += W[i] * np.abs(g)
+            mag_b += W[i] * (abs(f) + gx)
+            slope2 += W[i] * float(np.linalg.norm(g))
+            if keep_rows:
+                rows.append(g)
+            if region[0] != "box" or (np.all(lb <= x) and np.all(x <= ub)):
+                seen.append(f)  # a value outside a box (a constraint) contradicts nothing
+        n = len(used_w)
+        # exact aggregate and offset are within these of the float ones (Higham's gamma_n)
+        err_a = _aggregate_error(n, abs_a)
+        b_hat = float(np.dot(used_w, b_terms)) if n else 0.0
+        if w0 > 0:
+            b_hat += w0 * stated
+            mag_b += w0 * abs(stated)
+        err = _gamma(d + n + 4) * mag_b
+        if region[0] == "ball":
+            c, r = region[1], region[2]
+            norm_a = float(np.linalg.norm(a_hat))
+            m_hat = float(a_hat @ c) - r * norm_a
+            mag_m = float(np.abs(a_hat) @ np.abs(c)) + r * norm_a
+            err += float(err_a @ np.abs(c)) + r * float(err_a.sum()) + _gamma(d + 4) * mag_m
+            mag_m = max(mag_m, float(abs_a @ np.abs(c)) + r * slope2)
+        else:
+            m_hat, mag_m = self._box_min(a_hat, err_a, lb, ub, used_w, rows)
+            if m_hat == -math.inf:
+                return -math.inf, a_hat, b_hat, mag_b, seen, float(np.max(abs_a, initial=0.0))
+            err += mag_m[1] + _gamma(d + 1) * mag_m[0]
+            mag_m = mag_m[0]
+        n_hat = b_hat + m_hat
+        err += (n * (d + 4) + 4 * d + 8) * _TINY
+        bound = n_hat / total - 2.0 * (err + 4 * _U * abs(n_hat)) / total
+        return (bound, a_hat, b_hat, max(mag_b, mag_m), seen,
+                float(np.max(abs_a, initial=0.0)))
+
+    @staticmethod
+    def _box_min(a_hat, err_a, lb, ub, weights, rows):
+        r""":math:`\min_{lb \le y \le ub} \langle a, y\rangle` for the exact :math:`a` within
+        ``err_a`` of ``a_hat``: ``(value, (magnitude, error))``, value ``-inf`` when unbounded."""
+        finite = np.isfinite(lb) & np.isfinite(ub)
+        phi = np.zeros(a_hat.size)
+        err = np.zeros(a_hat.size)
+        # both sides finite: phi(t) = min(t lb, t ub) is Lipschitz with constant max(|lb|, |ub|)
+        f = finite
+        phi[f] = np.minimum(a_hat[f] * lb[f], a_hat[f] * ub[f])
+        err[f] = err_a[f] * np.maximum(np.abs(lb[f]), np.abs(ub[f]))
+        # an infinite side: the sign of the exact a_j decides which side, and whether -inf
+        inf_cols = np.flatnonzero(~finite)
+        if inf_cols.size:
+            sign = np.zeros(inf_cols.size, dtype=int)
+            t, e = a_hat[inf_cols], err_a[inf_cols]
+            sign[t > e] = 1
+            sign[t < -e] = -1
+            undecided = np.flatnonzero(sign == 0)
+            if undecided.size and len(rows):
+                G = np.asarray(rows, dtype=np.float64).reshape(len(rows), -1)
+                W = np.asarray(weights, dtype=np.float64)
+                support = (G[:, inf_cols[undecided]] != 0).any(axis=0)
+                for u in undecided[support]:  # rational arithmetic, where rounding cannot tell
+                    sign[u] = _exact_sign(W, G[:, inf_cols[u]])
+            side = np.where(sign > 0, lb[inf_cols], ub[inf_cols])
+            if np.any(np.isinf(side[sign != 0])):
+                return -math.inf, (math.inf, math.inf)
+            nz = sign != 0
+            cols = inf_cols[nz]
+            phi[cols] = a_hat[cols] * side[nz]
+            err[cols] = err_a[cols] * np.abs(side[nz])
+        return float(phi.sum()), (float(np.abs(phi).sum()), float(err.sum()))
+
+
+# ----------------------------------------------------------------------------------------
 # the certificate
 # ----------------------------------------------------------------------------------------
 @dataclass(frozen=True)
@@ -288,16 +649,21 @@ class Certificate:
     source : str
         ``"planes"`` (the plane certifier), ``"bundle-dual"`` (a cutting-plane solver's own
         master dual), ``"excessive-gap"`` (Nesterov's primal-dual gap), ``"dual-point"`` (a
-        corrected Fenchel dual point, :class:`L1DualCertifier`) or ``"none"``.
+        corrected Fenchel dual point, :class:`L1DualCertifier`), ``"eps-subgradient"`` (the
+        trust-region bundle's aggregate plane over its ``radius`` ball, a flat aggregate plane,
+        or the oracle's ``lower_bound``), ``"zero-subgradient"`` (subBFGS / subLBFGS: an exactly
+        zero aggregate subgradient) or ``"none"``.
     a_bar, b_bar : ndarray, float
         The aggregated plane (cached from the run; :meth:`check` verifies it against the
         evidence).
     evidence : Evidence
-        :class:`DualPoint`, :class:`QueryPoints` or :class:`SaddlePoint` (None for ``"none"``).
+        :class:`DualPoint`, :class:`QueryPoints`, :class:`SaddlePoint` or
+        :class:`OraclePlanes` (None for ``"none"``).
     x : ndarray
         The point at which ``upper`` was attained.
-    fingerprint : str
-        :func:`fingerprint` of the problem the run solved.
+    fingerprint : str or None
+        :func:`fingerprint` of the problem the run solved (None on a bare oracle: no
+        fingerprint of an arbitrary callable is possible).
     """
 
     upper: float
@@ -317,7 +683,7 @@ class Certificate:
         if evidence is None or not lower > -math.inf:
             evidence, lower, source = None, -math.inf, "none"
         plane = evidence.plane if evidence is not None and evidence.plane is not None else (None, None)
-        fp = fingerprint(problem) if hasattr(problem, "loss") else None
+        fp = fingerprint(problem) if hasattr(problem, "loss") and hasattr(problem, "lam") else None
         return cls(upper=float(upper), lower=float(lower), gap=float(upper) - float(lower),
                    source=source, a_bar=plane[0], b_bar=plane[1], evidence=evidence,
                    x=None if x is None else frozen(x), fingerprint=fp)
@@ -329,22 +695,49 @@ class Certificate:
             return -math.inf
         return float(self.evidence.verify(problem)[0])
 
-    def check(self, problem, rtol: float = RTOL) -> float:
+    def check(self, problem, rtol: float = RTOL, *, radius=None, bounds=None) -> float:
         r"""Verify the certificate against ``problem`` and return the lower bound it proves.
 
         Checks, each failure a :class:`CertificateError`: ``lower``, ``upper``, ``gap`` are
-        numbers with ``gap = upper - lower``; the fingerprint is the problem's (lam, regularizer,
-        loss and data); ``J(x) = upper``; the evidence is well formed (finite, right lengths,
-        dual points in their box, multipliers on the simplex) and rebuilds from the problem's
-        data a plane :math:`(a, b)` whose bound :math:`b - \lambda\Omega^*(-a/\lambda)` is at
-        least ``lower`` and at most every J value met (J(x), the query points'); the cached
-        ``a_bar`` matches :math:`a` and ``b_bar <= b``. Tolerance: ``rtol`` relative to the
-        magnitude of the terms (rounding). A certificate without evidence (``lower = -inf``,
-        source ``"none"``) checks trivially (after the ``upper`` and ``x`` checks when given).
+        numbers with ``gap = upper - lower``; the certificate belongs to ``problem`` (below);
+        ``J(x) = upper``; the evidence is well formed (finite, right lengths, dual points in
+        their box, multipliers on the simplex) and rebuilds from the problem's data or oracle a
+        bound that is at least ``lower`` and at most every value of J met (J(x), the query
+        points'); the cached ``a_bar`` matches the rebuilt slope and ``b_bar`` is at most the
+        rebuilt offset. Tolerance: ``rtol`` relative to the magnitude of the terms (rounding).
+        A certificate without evidence (``lower = -inf``, source ``"none"``) checks trivially.
 
-        Cost: one evaluation of J at ``x``, one fingerprint, and one data pass
-        (:class:`DualPoint`, :class:`SaddlePoint`) or k loss oracle calls (:class:`QueryPoints`
-        with k points).
+        *RegularizedRisk* (:class:`DualPoint`, :class:`QueryPoints`, :class:`SaddlePoint`, or
+        :class:`OraclePlanes`): the fingerprint (lam, regularizer, loss and data) must be the
+        problem's, so a certificate moved to another problem is rejected; the plane
+        :math:`(a, b)` gives the bound :math:`b - \lambda\Omega^*(-a/\lambda)`.
+
+        *Any other Oracle* (a :class:`~nsopt.FunctionOracle`, a combination, a user class):
+        no fingerprint of an arbitrary callable is possible, so none is taken; the only evidence
+        accepted is :class:`OraclePlanes`, rebuilt through ``problem``'s own oracle (its
+        values, subgradients and stated ``lower_bound``): the bound returned is therefore a
+        bound for the function passed in, whichever run the certificate came from, and a
+        certificate moved to another function fails on ``J(x) = upper``, on a rebuilt bound
+        above a value met, or on the floor. Its bound holds over the evidence's region
+        (:meth:`OraclePlanes.region`): everywhere, a box (a constraint: ``x`` must lie in it)
+        or a ball (a statement about where a minimiser lies, which no check can verify).
+
+        Parameters
+        ----------
+        problem : RegularizedRisk or Oracle
+            The problem the run solved.
+        rtol : float
+            Relative rounding allowed between claimed and rebuilt values.
+        radius, bounds : optional
+            The region *you* know a minimiser lies in (``||x*|| <= radius``) or constrain the
+            problem to (``bounds = (lb, ub)``, scipy's convention): the evidence's region must
+            contain it, or the certificate is rejected. Without them, the evidence's own
+            region is taken as stated.
+
+        Cost: one evaluation of J at ``x``; for a RegularizedRisk one fingerprint, and one
+        data pass (:class:`DualPoint`, :class:`SaddlePoint`) or k loss oracle calls
+        (:class:`QueryPoints` with k points); k oracle calls for :class:`OraclePlanes` with k
+        query points (two for a point with a direction).
         """
         lower, upper, gap = self.lower, self.upper, self.gap
         for name, v in (("lower", lower), ("upper", upper), ("gap", gap)):
@@ -360,27 +753,52 @@ class Certificate:
             _fail(f"lower {lower!r} and upper {upper!r} must be finite")
         if not abs(gap - (upper - lower)) <= rtol * max(1.0, abs(upper), abs(lower)):
             _fail(f"gap {gap!r} is not upper - lower = {upper - lower!r}")
-        if not hasattr(problem, "loss") or not hasattr(problem, "lam"):
-            _fail(f"check needs the RegularizedRisk the run solved, got {type(problem).__name__}")
-        if self.fingerprint != fingerprint(problem):
-            _fail("the certificate belongs to another problem: its fingerprint (lam, regularizer, "
-                  "loss and data) differs from this problem's")
+        risk = hasattr(problem, "loss") and hasattr(problem, "lam")
+        if risk:
+            if self.fingerprint != fingerprint(problem):
+                _fail("the certificate belongs to another problem: its fingerprint (lam, "
+                      "regularizer, loss and data) differs from this problem's")
+        else:
+            if not (callable(getattr(problem, "value_and_subgradient", None))
+                    and callable(getattr(problem, "value", None))):
+                _fail(f"check needs the problem the run solved (a RegularizedRisk or an Oracle), "
+                      f"got {type(problem).__name__}")
+            if self.fingerprint is not None:
+                _fail("the certificate belongs to another problem: it was issued for a "
+                      "RegularizedRisk (it carries its fingerprint), and this is a bare oracle")
+            if not isinstance(self.evidence, OraclePlanes):
+                _fail(f"{self.evidence.kind} evidence needs the RegularizedRisk the run solved "
+                      f"(its loss and lam); on a bare oracle only oracle-planes evidence is "
+                      f"accepted, got a {type(problem).__name__}")
         if self.x is None:
             _fail("the certificate has no point x attaining upper")
-        x = _finite_array(self.x, "x", (problem.dim,))
+        d = getattr(problem, "dim", None)
+        d = d if d is not None else int(np.size(self.x))
+        x = _finite_array(self.x, "x", (d,))
         fx = float(problem.value(x))
         if not abs(fx - upper) <= rtol * max(1.0, abs(fx)):
             _fail(f"upper {upper!r} is not J(x) = {fx!r}")
-        bound, a, b, scale, seen = self.evidence.verify(problem)
+        region = self.evidence.region(d) if isinstance(self.evidence, OraclePlanes) else ("all",)
+        stated = _region_parts(radius, bounds, d)
+        if stated and not any(_contains(region, part) for part in stated):
+            _fail(f"the evidence bounds f over {_describe(region)}, which does not contain "
+                  f"the region you state ({' and '.join(_describe(p) for p in stated)})")
+        if region[0] == "box" and not (np.all(region[1] <= x) and np.all(x <= region[2])):
+            _fail("x lies outside the box the evidence bounds f over: upper is not a value "
+                  "of the constrained problem")
+        out = self.evidence.verify(problem)
+        bound, a, b, scale, seen = out[:5]
+        slope_scale = out[5] if len(out) > 5 else 0.0
         if not math.isfinite(bound):
             _fail(f"the evidence proves no finite bound (recomputed {bound!r})")
         tol = rtol * max(1.0, abs(bound), scale)
         if self.a_bar is not None or self.b_bar is not None:
-            a_bar = _finite_array(self.a_bar, "a_bar", (problem.dim,))
+            a_bar = _finite_array(self.a_bar, "a_bar", (d,))
             if not isinstance(self.b_bar, numbers.Real) or not math.isfinite(self.b_bar):
                 _fail(f"b_bar is {self.b_bar!r}, not a finite number")
             amax = float(np.max(np.abs(a), initial=0.0))
-            if not float(np.max(np.abs(a_bar - a), initial=0.0)) <= 1e-7 * max(amax, problem.lam):
+            slack = max(amax, problem.lam if risk else 0.0, slope_scale)
+            if not float(np.max(np.abs(a_bar - a), initial=0.0)) <= 1e-7 * slack:
                 _fail("a_bar does not match the slope rebuilt from the evidence")
             if not self.b_bar <= b + 1e-7 * max(1.0, abs(b), scale):
                 _fail(f"b_bar {self.b_bar!r} exceeds the offset rebuilt from the evidence, {b!r}")

@@ -201,8 +201,9 @@ class Solver:
     implement ``init`` and ``step``; see :mod:`nsopt.solvers._base`.
 
     A ``State`` may carry ``lower_bound`` (a valid lower bound proven by the solver itself)
-    and ``evidence`` (its proof, an :class:`~nsopt.certificate.Evidence`: on a RegularizedRisk a
-    bound without evidence is not reported), ``w_best`` and ``fun_best`` (a point the
+    and ``evidence`` (its proof, an :class:`~nsopt.certificate.Evidence`, e.g.
+    :class:`~nsopt.certificate.OraclePlanes` on a bare oracle: a bound without evidence is not
+    reported), ``w_best`` and ``fun_best`` (a point the
     solver valued exactly without an oracle call, e.g. by a line search), ``unbounded`` (True
     when the objective was found to decrease without bound), and ``converged`` (True when the solver's
     own stationarity test holds, for problems where no lower bound is known); ``self_certifying = True`` means this bound
@@ -301,14 +302,14 @@ class Solver:
             return L1DualCertifier(problem, budget=0.25 if share is True else share, clock=clock)
         return None
 
-    def _collect_bounds(self, state, bound, certifier, dual, best, *, due_planes, final,
-                        needs_evidence, work):
+    def _collect_bounds(self, state, bound, certifier, dual, best, *, due_planes, final, work):
         """Offer every available lower bound to ``bound``: the solver's own, the plane
-        certifier's, the dual point's (a KeyboardInterrupt inside propagates to the caller).
+        certifier's, the dual point's (a KeyboardInterrupt inside propagates to the caller). A
+        bound without evidence is never offered: every reported bound is checkable.
         ``work`` is what the dual certifier's budget is counted in (data passes by default)."""
         own = getattr(state, "lower_bound", -math.inf) if state is not None else -math.inf
         evidence = getattr(state, "evidence", None)
-        if own > -math.inf and (evidence is not None or not needs_evidence):
+        if own > -math.inf and evidence is not None:
             bound.offer(own, evidence, self.certificate_source)
         if certifier is not None and (due_planes or final):
             bound.offer(*certifier.bound(), "planes")
@@ -337,10 +338,9 @@ class Solver:
         oracle.deadline = None if cfg["max_time"] is None else t0 + cfg["max_time"]
         if certifier is not None:
             certifier.deadline = oracle.deadline
-        # the best bound with its evidence (nsopt.certificate.Evidence); on a problem that is
-        # not a RegularizedRisk a solver's own bound counts without evidence
+        # the best bound with its evidence (nsopt.certificate.Evidence): every problem, a
+        # RegularizedRisk or a bare oracle, gets a certificate that Certificate.check verifies
         bound = BestBound()
-        needs_evidence = isinstance(problem, RegularizedRisk)
         info: dict = {}
         nit = 0
         status = None
@@ -357,7 +357,6 @@ class Solver:
             try:
                 self._collect_bounds(state, bound, certifier, dual, best, final=final,
                                      due_planes=nit % cfg["certify_every"] == 0,
-                                     needs_evidence=needs_evidence,
                                      work=(2 * oracle.nfev if dual is not None and dual.clock == "passes"
                                            else time.perf_counter() - t0))
             except KeyboardInterrupt:
@@ -440,11 +439,7 @@ class Solver:
             lower, bound.evidence, bound.source = -math.inf, None, "none"
         x = best.w if best.w is not None else freeze(np.array(x0, dtype=np.float64))
         oracle.forget()  # the last evaluation's vectors are not needed past here (memory at large d)
-        if needs_evidence:
-            cert = Certificate.from_evidence(problem, x, best.fun, lower, bound.source, bound.evidence)
-        else:
-            cert = Certificate(upper=best.fun, lower=lower, gap=best.fun - lower,
-                               source=bound.source if lower > -math.inf else "none", x=x)
+        cert = Certificate.from_evidence(problem, x, best.fun, lower, bound.source, bound.evidence)
         if state is not None:
             info = {**self.info(state), **info}
         stationary = status is Status.STATIONARY

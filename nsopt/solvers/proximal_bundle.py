@@ -17,6 +17,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..bundle import PlaneBundle
+from ..certificate import OraclePlanes, zero_aggregate
 from ..inner import QPSimplex
 from ..problem import RegularizedRisk, as_problem
 from ..regularizers import L2
@@ -297,7 +298,8 @@ class TrustRegionBundle(ProximalBundle):
     radius : float or None
         A bound :math:`\|x^*\| \le` ``radius`` on a minimiser; with it the solver reports the
         lower bound :math:`f(\hat x) - \hat\epsilon - \langle\hat g, \hat x\rangle -
-        \text{radius}\,\|\hat g\|`.
+        \text{radius}\,\|\hat g\|` (a bound on the minimum over that ball, hence on
+        :math:`f^*` when the statement is true: no run can check it).
     max_planes : int, default 50
         Bundle cap; when full, zero-multiplier planes go and old ones are aggregated (Kiwiel's
         aggregation keeps the convergence proof).
@@ -310,9 +312,17 @@ class TrustRegionBundle(ProximalBundle):
     linearization error :math:`\hat\epsilon = f(\hat x) - \sum_i \beta_i (f(x_i) + \langle g_i,
     \hat x - x_i\rangle) \ge 0` prove :math:`\hat g \in \partial_{\hat\epsilon} f(\hat x)`, i.e.
     :math:`f(x) \ge f(\hat x) + \langle\hat g, x - \hat x\rangle - \hat\epsilon` for all x. On a
-    ``RegularizedRisk`` the shared plane certifier turns the oracle calls into a true gap; with
-    ``radius`` the inequality gives a bound; ``problem.lower_bound`` is used when finite.
-    Without any of these there is no finite lower bound and the run stops on the stationarity
+    ``RegularizedRisk`` the shared plane certifier turns the oracle calls into a true gap. On
+    any other oracle (source ``"eps-subgradient"``, evidence
+    :class:`~nsopt.certificate.OraclePlanes`, which ``Certificate.check`` rebuilds through the
+    oracle: one call per query point the aggregate plane references): with ``radius`` the
+    inequality over the ball :math:`\|x\| \le` ``radius`` gives a bound; a *flat* aggregate
+    (:math:`\hat g = 0`) gives :math:`f \ge f(\hat x) - \hat\epsilon` everywhere, claimed only
+    when the combination of the oracle's own subgradients is exactly zero (rational arithmetic)
+    and no aggregated plane enters it (an aggregate's slope is that combination only up to
+    rounding); ``problem.lower_bound`` is used when finite. The query points are kept for the
+    evidence (one d-vector per point a plane, or an aggregate, still references). Without any
+    of these there is no finite lower bound and the run stops on the stationarity
     test :math:`\delta = \hat\epsilon + \|\hat g\|^2/u \le \max(\text{atol}, \text{rtol}|f(\hat
     x)|)`, or when the next trial point is one already evaluated (no new information: the model
     cannot improve), with status ``stationary`` (not success): ``Result.subgradient_norm`` is
@@ -350,7 +360,8 @@ class TrustRegionBundle(ProximalBundle):
         delta: float               # predicted decrease at x
         linearization_error: float  # of the aggregate g-hat at the centre
         subgradient_norm: float    # ||g-hat||
-        lower_bound: float         # from radius / problem.lower_bound (-inf if none)
+        lower_bound: float         # best proven so far (radius, flat plane, lower_bound) or -inf
+        evidence: object           # its proof (OraclePlanes; None on a RegularizedRisk)
         stationary: bool           # stationarity test (used when no bound is known)
         beta: np.ndarray
         bundle: PlaneBundle
@@ -365,14 +376,15 @@ class TrustRegionBundle(ProximalBundle):
         return None
 
     def init(self, problem, x0):
-        bundle = PlaneBundle(problem.dim)
+        # on a bare oracle the planes keep their query points: the evidence of the bound
+        bundle = PlaneBundle(problem.dim, evidence="points" if _bare(problem) else None)
         ev = problem.evaluate(x0)
         bundle.add_at(ev.w, ev.fun, ev.subgradient)
         gnorm = float(np.linalg.norm(ev.subgradient))
         u = max(gnorm, 1e-12) / self.step0
         s = self.State(centre=ev.w, fun_centre=ev.fun, x=ev.w, u=u, delta=math.inf,
                        linearization_error=0.0, subgradient_norm=gnorm, lower_bound=-math.inf,
-                       stationary=False, beta=np.ones(1), bundle=bundle, master=QPSimplex(),
+                       evidence=None, stationary=False, beta=np.ones(1), bundle=bundle, master=QPSimplex(),
                        serious=True, n_serious=0, n_null=0, n_planes=1)
         return self._trial(problem, s, s.u, s.beta)
 
@@ -388,15 +400,51 @@ class TrustRegionBundle(ProximalBundle):
         eps = max(s.fun_centre - lin, 0.0)
         gnorm = float(np.linalg.norm(g_hat))
         delta = eps + gnorm ** 2 / u
-        lower = problem.lower_bound
-        if self.radius is not None:
-            lower = max(lower, lin - float(g_hat @ s.centre) - self.radius * gnorm)
-        elif gnorm == 0.0:  # the aggregate plane is flat: f >= lin everywhere
-            lower = max(lower, lin)
+        if _bare(problem):
+            lower, evidence = self._certify(problem, bundle, beta, gnorm, s.lower_bound, s.evidence)
+        else:  # a RegularizedRisk: the plane certifier's evidence serves; this is not offered
+            lower, evidence = problem.lower_bound, None
+            if self.radius is not None:
+                lower = max(lower, lin - float(g_hat @ s.centre) - self.radius * gnorm)
+            elif gnorm == 0.0:
+                lower = max(lower, lin)
         tol = max(self.atol, self.rtol * abs(s.fun_centre))
         return s._replace(x=x, u=u, delta=delta, linearization_error=eps, subgradient_norm=gnorm,
-                          lower_bound=lower, stationary=delta <= tol and not math.isfinite(lower),
+                          lower_bound=lower, evidence=evidence,
+                          stationary=delta <= tol and not math.isfinite(lower),
                           beta=beta, n_planes=bundle.n)
+
+    def _certify(self, problem, bundle, beta, gnorm, best=-math.inf, best_evidence=None):
+        """The best bound proven on a bare oracle, with its evidence: the oracle's
+        ``lower_bound``, the aggregate plane over the ``radius`` ball, or a flat aggregate
+        plane (``gnorm``, the norm of the master's aggregate, is exactly 0) whose slope is
+        exactly zero. The multipliers are made exactly feasible first. The evidence (a pass over
+        the planes' recipes) is built only when the bound beats ``best``, the bound carried so
+        far with ``best_evidence``, which is returned otherwise."""
+        d, stated = bundle.dim, problem.lower_bound
+        lower, evidence = best, best_evidence
+        if stated > lower:
+            lower, evidence = stated, OraclePlanes((), np.zeros(0), floor=1.0, floor_value=stated)
+        alpha = bundle.feasible(beta)
+        a_bar, b_bar = bundle.combine(alpha)
+        if self.radius is not None:
+            value = b_bar - self.radius * float(np.linalg.norm(a_bar))
+            q = bundle.evidence(alpha) if value > lower else None
+            if q is not None:
+                lower, evidence = value, OraclePlanes(
+                    q.points, q.weights[:, 0], floor=float(q.floor[0]), floor_value=stated,
+                    centre=np.zeros(d), radius=self.radius, plane=(a_bar, b_bar))
+        elif gnorm == 0.0 and b_bar > lower:
+            index = np.flatnonzero(alpha)
+            points = [bundle.query_point(i) for i in index]
+            if all(p is not None for p in points):
+                rows = bundle.rows()[index]
+                rows = rows.toarray() if hasattr(rows, "toarray") else rows
+                if zero_aggregate(alpha[index], rows):
+                    lower, evidence = b_bar, OraclePlanes(
+                        tuple(points), alpha[index], floor_value=stated,
+                        plane=(np.zeros(d), b_bar))
+        return lower, evidence
 
     def step(self, problem, s):
         if s.stationary:
@@ -434,6 +482,11 @@ class TrustRegionBundle(ProximalBundle):
                 "eps_subgradient": s.linearization_error, "aggregate_norm": s.subgradient_norm,
                 "stationary": bool(s.stationary),
                 "n_planes": s.n_planes}
+
+
+def _bare(problem) -> bool:
+    """Whether the run's problem is not a RegularizedRisk (seen through its CountingOracle)."""
+    return not isinstance(getattr(problem, "oracle", problem), RegularizedRisk)
 
 
 # ----------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..certificate import OraclePlanes, zero_aggregate
 from ..linesearch import exact_line_search, wolfe_line_search
 from ..problem import RegularizedRisk
 from ._base import Option, Solver, in_range, positive_int
@@ -139,11 +140,19 @@ class DescentDirection(NamedTuple):
 
 class _Alg2:
     """The running state of Algorithm 2 at one point; ``observe`` records an argsup answer for
-    the current candidate (lines 4, 10-11), ``mix`` takes one dual step (lines 7-9)."""
+    the current candidate (lines 4, 10-11), ``mix`` takes one dual step (lines 7-9).
 
-    def __init__(self, store, g1):
+    With ``origin`` (where ``g1`` came from: ``(point, direction)``, direction None for the
+    oracle's own subgradient, a vector p for ``sup_subgradient(point, p)``), ``recipe`` follows
+    ``g_bar`` as a combination ``((weight, point, direction, g), ...)`` of the subgradients met,
+    so a zero aggregate can be proven by the oracle (:class:`~nsopt.certificate.OraclePlanes`);
+    None when some subgradient came without its origin."""
+
+    def __init__(self, store, g1, origin=None):
         self.store = store
         self.g_bar = np.array(g1, dtype=np.float64)
+        self.recipe = None if origin is None else ((1.0, origin[0], origin[1], self.g_bar),)
+        self.o_next = None
         self.p = -store.dot(self.g_bar)                      # [YVGS10, Alg. 2, l. 3]
         self.pg = float(self.p @ self.g_bar)                 # p^T g_bar = -g_bar^T B g_bar
         self.min_M, self.best, self.eps = math.inf, None, math.inf
@@ -151,21 +160,22 @@ class _Alg2:
         # linearization error at w of g_bar (0 while every subgradient is taken at w)
         self.lin_err, self.e_next = 0.0, 0.0
 
-    def observe(self, slope, g, lin_err=0.0):
+    def observe(self, slope, g, lin_err=0.0, origin=None):
         M = slope - 0.5 * self.pg                            # M(p^(i)), eq. 89
         if M < self.min_M:
-            self.min_M, self.best = M, (self.p, slope, g, self.g_bar, self.lin_err)
+            self.min_M, self.best = M, (self.p, slope, g, self.g_bar, self.lin_err, self.recipe)
         self.eps = self.min_M - 0.5 * self.pg                # l. 5 / l. 11 (eq. 79)
         self.g_next, self.slope_next, self.e_next = g, slope, lin_err
+        self.o_next = origin
 
-    def restart_from_best(self, slope, g, lin_err):
+    def restart_from_best(self, slope, g, lin_err, origin=None):
         """A null step: the best candidate met a subgradient ``g`` of a point within rounding
         of w (``slope = g^T p``), whose linearization error at w is ``lin_err``. Continue from
         that candidate with ``g`` as its violator."""
-        self.p, _, _, self.g_bar, self.lin_err = self.best
+        self.p, _, _, self.g_bar, self.lin_err, self.recipe = self.best
         self.pg = float(self.p @ self.g_bar)
         self.min_M, self.best = math.inf, None
-        self.observe(slope, g, lin_err)
+        self.observe(slope, g, lin_err, origin)
 
     def keep_going(self, epsilon, k_max):                   # l. 6
         return ((self.slope_next > 0 or self.eps > epsilon) and self.eps > 0
@@ -182,6 +192,11 @@ class _Alg2:
             return False
         mu = min(1.0, num / den)
         self.g_bar = (1.0 - mu) * self.g_bar + mu * g
+        if self.recipe is not None and self.o_next is not None:
+            self.recipe = tuple((c * (1.0 - mu), x, p, gi) for c, x, p, gi in self.recipe) + (
+                (mu, self.o_next[0], self.o_next[1], g),)
+        else:
+            self.recipe = None
         self.lin_err = (1.0 - mu) * self.lin_err + mu * self.e_next
         self.p = (1.0 - mu) * self.p - mu * Bg
         self.pg = float(self.p @ self.g_bar)
@@ -190,10 +205,11 @@ class _Alg2:
 
     def run(self, oracle, w, epsilon, k_max):
         while self.keep_going(epsilon, k_max) and self.mix():
-            self.observe(*oracle.sup_subgradient(w, self.p))  # l. 10
+            p = self.p
+            self.observe(*oracle.sup_subgradient(w, p), origin=(w, p))  # l. 10
 
     def result(self):
-        p, slope, g, g_bar, _ = self.best                       # l. 14
+        p, slope, g, g_bar = self.best[:4]                      # l. 14
         return DescentDirection(p, slope, g, g_bar, self.n_inner, self.eps, slope < 0)
 
 
@@ -218,10 +234,12 @@ def descent_direction(oracle, w, g1, store, epsilon=1e-5, k_max=100) -> DescentD
 
 class _Stuck(NamedTuple):
     """Algorithm 2 found no descent direction: its aggregate ``g_bar`` is a
-    ``lin_err``-subgradient at w (the stationarity certificate)."""
+    ``lin_err``-subgradient at w (the stationarity certificate); ``recipe``: its combination
+    (see :class:`_Alg2`)."""
 
     g_bar: np.ndarray
     lin_err: float
+    recipe: tuple | None = None
 
 
 class _Identity:
@@ -238,6 +256,11 @@ def _pseudo_gradient(w, loss_grad, lam):
     gz = loss_grad[zero]
     g[zero] = np.where(gz + lam < 0, gz + lam, np.where(gz - lam > 0, gz - lam, 0.0))
     return g
+
+
+def _bare(problem) -> bool:
+    """Whether the run's problem is not a RegularizedRisk (seen through its CountingOracle)."""
+    return not isinstance(getattr(problem, "oracle", problem), RegularizedRisk)
 
 
 # ----------------------------------------------------------------------------------------
@@ -316,8 +339,15 @@ class SubBFGS(Solver):
     A longer step that does not decrease :math:`J` (rounding) counts as a failure.
 
     Certificate: on a ``RegularizedRisk`` the shared plane certifier (source ``"planes"``).
-    Elsewhere there is no lower bound; the run stops on ``gtol``, on stationarity, or on
-    ``max_iter`` / ``max_time``. A ray along which :math:`J \to -\infty` stops the run with
+    Elsewhere (source ``"zero-subgradient"``) the only bound is that of an aggregate
+    subgradient that is *exactly* zero: :math:`g_t = 0` (then :math:`J \ge J(w_t)`), or Algorithm
+    2's :math:`\bar g = 0` at a failure (then :math:`J \ge J(w_t) - \varepsilon`), claimed only
+    when the combination of the oracle's subgradients it tracks (points, ``sup_subgradient``
+    directions and weights) sums to zero in exact rational arithmetic, and carried as
+    :class:`~nsopt.certificate.OraclePlanes` (``Certificate.check`` rebuilds it through the
+    oracle: one or two calls per subgradient combined, at most ``k_max``); a :math:`\bar g`
+    zero only after rounding proves nothing and is not claimed. Otherwise there is no lower
+    bound; the run stops on ``gtol``, on stationarity, or on ``max_iter`` / ``max_time``. A ray along which :math:`J \to -\infty` stops the run with
     ``info["unbounded"] = True``.
 
     Cost per iteration: one evaluation at :math:`w_{t+1}`, one argsup there (for
@@ -350,9 +380,8 @@ class SubBFGS(Solver):
     """
 
     name = "subbfgs"
-    certificate_source = "zero-subgradient"
+    certificate_source = "zero-subgradient"  # its own bound (bare oracles); the planes' on a risk
     requires = ("sup_subgradient",)
-    certificate_source = "planes"
     history_fields = ("eta", "n_inner", "n_failures", "n_null_steps")
     _store = DenseInverseHessian
     options = {
@@ -373,11 +402,13 @@ class SubBFGS(Solver):
         w: np.ndarray              # w_t
         fun: float                 # J(w_t)
         g: np.ndarray              # g_t in dJ(w_t): Alg. 2 starts from it, y_t uses it
+        g_origin: tuple            # (w_t, p): g_t = sup_subgradient(w_t, p)[1], or the oracle's (p None)
         loss_grad: np.ndarray | None  # grad L(w_t) (OWL-QN modes only)
         store: object              # B_t: DenseInverseHessian or LBFGSInverseHessian
         g_bar: np.ndarray | None   # aggregated subgradient of the last direction search
         eta: float                 # last step size
-        lower_bound: float         # no own bound: -inf (the base attaches the certifier)
+        lower_bound: float         # an exactly zero aggregate's bound, else -inf (see Notes)
+        evidence: object           # its proof (OraclePlanes), None without a bound or on a risk
         stationary: bool           # stationary by the solver's own test (see Notes)
         subgradient_norm: float    # ||g_bar|| of the last direction search (eps-subgradient at w)
         linearization_error: float  # its eps: J(v) >= J(w) + <g_bar, v - w> - eps for all v
@@ -405,8 +436,9 @@ class SubBFGS(Solver):
     def init(self, problem, x0):
         ev = problem.evaluate(x0)                                      # [YVGS10, Alg. 1, l. 3]
         store = self._store.new(problem.dim, self.initial_scaling, self.config.get("memory"))
-        return self.State(w=ev.w, fun=ev.fun, g=ev.subgradient, loss_grad=ev.loss_subgradient,
-                          store=store, g_bar=None, eta=0.0, lower_bound=-math.inf,
+        return self.State(w=ev.w, fun=ev.fun, g=ev.subgradient, g_origin=(ev.w, None),
+                          loss_grad=ev.loss_subgradient,
+                          store=store, g_bar=None, eta=0.0, lower_bound=-math.inf, evidence=None,
                           stationary=False, subgradient_norm=math.nan,
                           linearization_error=math.nan, unbounded=False,
                           mode=self._mode(problem),
@@ -418,10 +450,15 @@ class SubBFGS(Solver):
         if s.stationary:
             return s
         gnorm = float(np.linalg.norm(s.g))
-        if gnorm <= self.gtol and not isinstance(getattr(problem, "oracle", problem), RegularizedRisk):
-            # g_t itself is a subgradient at w_t (eps = 0): stationary before any search
+        if gnorm <= self.gtol and _bare(problem):
+            # g_t itself is a subgradient at w_t (eps = 0): stationary before any search; g_t = 0
+            # proves J >= J(w_t) everywhere
+            lower, evidence = s.lower_bound, s.evidence
+            if gnorm == 0.0:
+                lower, evidence = s.fun, self._zero_evidence(
+                    problem, ((1.0, s.g_origin[0], s.g_origin[1], s.g),), s.fun)
             return s._replace(stationary=True, subgradient_norm=gnorm, linearization_error=0.0,
-                              lower_bound=s.fun if gnorm == 0.0 else s.lower_bound)
+                              lower_bound=lower, evidence=evidence)
         if s.mode != "subbfgs":
             return self._owlqn_step(problem, s)
         first = s.g_bar is None and self.initial_epsilon is not None
@@ -429,18 +466,27 @@ class SubBFGS(Solver):
         counts = dict(n_inner=s.n_inner, n_null_steps=s.n_null_steps, n_line_evals=s.n_line_evals,
                       n_armijo_violations=s.n_armijo_violations)
         # [YVGS10, Alg. 1, l. 5]: direction; l. 9: line search (with null steps, see Notes)
-        found = self._direction_and_step(problem, s.w, s.fun, s.g, s.store, eps, counts)
+        found = self._direction_and_step(problem, s.w, s.fun, s.g, s.store, eps, counts,
+                                         s.g_origin)
         n_failures, n_restarts, store = s.n_failures, s.n_restarts, s.store
         if isinstance(found, _Stuck):                                  # l. 6: failure
             n_failures += 1
-            found = self._direction_and_step(problem, s.w, s.fun, s.g, _Identity, eps, counts)
+            found = self._direction_and_step(problem, s.w, s.fun, s.g, _Identity, eps, counts,
+                                             s.g_origin)
             if isinstance(found, _Stuck):                              # stationary: stop
                 gnorm = float(np.linalg.norm(found.g_bar))
-                # g_bar = 0 exactly proves J(v) >= J(w) - eps for every v: a lower bound
-                lower = s.fun - found.lin_err if gnorm == 0.0 else s.lower_bound
+                # g_bar = 0 exactly proves J(v) >= J(w) - eps for every v: a lower bound, on a
+                # bare oracle only when its recipe sums to zero exactly (else nothing is proven)
+                lower, evidence = s.lower_bound, s.evidence
+                if gnorm == 0.0 and not _bare(problem):
+                    lower = s.fun - found.lin_err  # not offered without evidence (unchanged)
+                elif gnorm == 0.0:
+                    proof = self._zero_evidence(problem, found.recipe, s.fun - found.lin_err)
+                    if proof is not None:
+                        lower, evidence = s.fun - found.lin_err, proof
                 return s._replace(stationary=True, n_failures=n_failures, lower_bound=lower,
-                                  subgradient_norm=gnorm, linearization_error=found.lin_err,
-                                  **counts)
+                                  evidence=evidence, subgradient_norm=gnorm,
+                                  linearization_error=found.lin_err, **counts)
             n_restarts += 1
             store = store.reset()
         d, ls, lin_err = found
@@ -452,9 +498,9 @@ class SubBFGS(Solver):
         w_new = s.w + ls.eta * d.p                                     # l. 10-11
         ev = problem.evaluate(w_new)
         step = w_new - s.w
-        g_new = ev.subgradient                                         # l. 12
+        g_new, g_origin = ev.subgradient, (ev.w, None)                 # l. 12
         if self.curvature_subgradient == "argsup" or step @ (g_new - s.g) <= 0:
-            g_new = problem.sup_subgradient(w_new, d.p)[1]
+            g_new, g_origin = problem.sup_subgradient(w_new, d.p)[1], (ev.w, d.p)
         store, skipped, shifted = self._update(store, step, g_new - s.g)  # l. 13-15
         # gtol: the aggregate at the previous point w was small. Moved to w_new, g_bar is an
         # eps'-subgradient there, eps' = eps + J(w_new) - J(w) - <g_bar, w_new - w> >= 0
@@ -462,7 +508,7 @@ class SubBFGS(Solver):
                       and common["subgradient_norm"] <= self.gtol)
         common["linearization_error"] = max(
             lin_err + ev.fun - s.fun - float(d.g_bar @ (ev.w - s.w)), 0.0)
-        return s._replace(w=ev.w, fun=ev.fun, g=g_new, store=store, eta=ls.eta,
+        return s._replace(w=ev.w, fun=ev.fun, g=g_new, g_origin=g_origin, store=store, eta=ls.eta,
                           stationary=stationary, n_skipped_updates=s.n_skipped_updates + skipped,
                           n_shifts=s.n_shifts + shifted, **common)
 
@@ -488,19 +534,34 @@ class SubBFGS(Solver):
                 "use line_search='auto' or 'wolfe'")
         return res
 
-    def _direction_and_step(self, problem, w, f0, g1, store, eps, counts):
+    def _zero_evidence(self, problem, recipe, lower):
+        """:class:`~nsopt.certificate.OraclePlanes` for an aggregate subgradient ``recipe``
+        (``(weight, point, direction, g)`` tuples) that sums to zero exactly, else None."""
+        if recipe is None or not recipe:
+            return None
+        weights = np.array([c for c, _, _, _ in recipe])
+        if not zero_aggregate(weights, np.array([g for _, _, _, g in recipe])):
+            return None
+        return OraclePlanes(tuple(x for _, x, _, _ in recipe), weights,
+                            directions=tuple(p for _, _, p, _ in recipe),
+                            floor_value=problem.lower_bound,
+                            plane=(np.zeros(problem.dim), float(lower)))
+
+    def _direction_and_step(self, problem, w, f0, g1, store, eps, counts, origin=None):
         """Algorithm 2, then the line search; a step below rounding is a null step that
         feeds Algorithm 2 one more subgradient. Returns ``(direction, line search,
-        linearization error of its g_bar at w)``, or :class:`_Stuck` (no descent found)."""
-        alg = _Alg2(store, g1)
-        alg.observe(*problem.sup_subgradient(w, alg.p))
+        linearization error of its g_bar at w)``, or :class:`_Stuck` (no descent found).
+        ``origin``: where ``g1`` came from (for the evidence of a zero aggregate)."""
+        alg = _Alg2(store, g1, origin)
+        p = alg.p
+        alg.observe(*problem.sup_subgradient(w, p), origin=(w, p))
         scale = max(1.0, float(np.abs(w).max(initial=0.0)))
         try:
             while True:
                 alg.run(problem, w, eps, self.k_max)
                 d = alg.result()
                 if not d.success:
-                    return _Stuck(alg.g_bar, alg.lin_err)
+                    return _Stuck(alg.g_bar, alg.lin_err, alg.recipe)
                 ls = self._line_search(problem, w, f0, d.p, d.slope)
                 counts["n_line_evals"] += ls.n_evals
                 if math.isinf(ls.eta):
@@ -508,22 +569,23 @@ class SubBFGS(Solver):
                 reach = self.kink_tol * scale / float(np.abs(d.p).max())
                 if ls.eta > reach:
                     if not ls.value < f0:                             # rounding: give up
-                        return _Stuck(alg.g_bar, alg.lin_err)
+                        return _Stuck(alg.g_bar, alg.lin_err, alg.recipe)
                     if ls.exact and not ls.value <= f0 + self.c1 * ls.eta * d.slope:
                         counts["n_armijo_violations"] += 1
                     return d, ls, alg.best[4]
                 if alg.n_inner + 1 >= self.k_max:
-                    return _Stuck(alg.g_bar, alg.lin_err)
+                    return _Stuck(alg.g_bar, alg.lin_err, alg.recipe)
                 # null step: probe the far side of the kinks within reach of w; its subgradient
                 # g at w' = w + r p has linearization error J(w) - J(w') + r g^T p at w
                 counts["n_null_steps"] += 1
                 w_far = w + reach * d.p
                 slope, g = problem.sup_subgradient(w_far, d.p)
                 lin_err = max(f0 - problem.value(w_far) + reach * slope, 0.0)
-                alg.restart_from_best(slope, g, lin_err)
+                alg.restart_from_best(slope, g, lin_err, origin=(w_far, d.p))
                 if not alg.mix():                                     # no dual progress
-                    return _Stuck(alg.g_bar, alg.lin_err)
-                alg.observe(*problem.sup_subgradient(w, alg.p))
+                    return _Stuck(alg.g_bar, alg.lin_err, alg.recipe)
+                p = alg.p
+                alg.observe(*problem.sup_subgradient(w, p), origin=(w, p))
         finally:
             counts["n_inner"] += alg.n_inner
 
@@ -654,7 +716,8 @@ class SubLBFGS(SubBFGS):
             counts["n_restarts"] += 1
         step, y = ev.w - w, ev.loss_subgradient - s.loss_grad
         store, skipped, shifted = self._update(store, step, y)
-        return s._replace(w=ev.w, fun=ev.fun, g=ev.subgradient, loss_grad=ev.loss_subgradient,
+        return s._replace(w=ev.w, fun=ev.fun, g=ev.subgradient, g_origin=(ev.w, None),
+                          loss_grad=ev.loss_subgradient,
                           store=store, eta=eta,
                           n_skipped_updates=s.n_skipped_updates + skipped,
                           n_shifts=s.n_shifts + shifted, **counts)
