@@ -347,7 +347,7 @@ def test_fixed_schedule_computes_L():
 def test_option_checks(value):
     with pytest.raises((TypeError, ValueError)):
         ExcessiveGap(lipschitz=value)
-    with pytest.raises(TypeError, match="adaptive_L must be True or False"):
+    with pytest.raises(TypeError, match="adaptive_L=.yes.: must be True or False"):
         ExcessiveGap(adaptive_L="yes")
 
 

@@ -22,6 +22,7 @@ simplex per example), the hinge with an unregularized bias (box plus :math:`y^T\
 from __future__ import annotations
 
 import math
+from numbers import Integral, Real
 from typing import Callable, NamedTuple
 
 import numpy as np
@@ -31,7 +32,8 @@ from ..losses._kernels import dot as _serial_dot
 from ..oracle import Oracle
 from ..problem import RegularizedRisk
 from ..regularizers import L2
-from ._base import Option, Solver
+from .._validation import Boolean, Interval, NoneOr, Option
+from ._base import Solver
 from ._registry import register
 
 from ..losses import Hinge
@@ -47,22 +49,6 @@ def _has_saddle_form(loss) -> bool:
 # ----------------------------------------------------------------------------------------
 # the solver
 # ----------------------------------------------------------------------------------------
-def _flag(name):
-    def check(v):
-        if not isinstance(v, (bool, np.bool_)):
-            raise TypeError(f"{name} must be True or False, got {v!r}")
-        return bool(v)
-    return check
-
-
-def _lipschitz_option(v):
-    if v is None:
-        return None
-    if isinstance(v, bool) or not isinstance(v, (int, float, np.floating)) or not v > 0 or not math.isfinite(v):
-        raise ValueError(f"lipschitz must be a finite number > 0 or None, got {v!r}")
-    return float(v)
-
-
 def _dot(a, b) -> float:
     # serial: a threaded BLAS dot on O(m) vectors costs more in wake-ups than in arithmetic
     return float(_serial_dot(np.ravel(a), np.ravel(b)))
@@ -195,8 +181,9 @@ class ExcessiveGap(Solver):
     certificate_source = "excessive-gap"
     history_fields = ("mu", "lipschitz")
     options = {
-        "adaptive_L": Option(True, _flag("adaptive_L"), "estimate L by backtracking"),
-        "lipschitz": Option(None, _lipschitz_option, "Lipschitz constant of grad D (or first trial)"),
+        "adaptive_L": Option(True, Boolean(), doc="estimate L by backtracking"),
+        "lipschitz": Option(None, NoneOr(Interval(Real, 0, None, closed="neither")),
+                            doc="Lipschitz constant of grad D (or first trial)"),
     }
 
     _shrink = 0.9  # adaptive L: the next trial is max(_shrink * L, measured curvature)

@@ -10,12 +10,14 @@ r"""LS-BMRM: BMRM with a line search ([TVSL10]_ Alg. 3; OCAS generalised).
 from __future__ import annotations
 
 import math
+from numbers import Integral, Real
 from typing import NamedTuple
 
 import numpy as np
 
 from ..bundle import PlaneBundle
-from ._base import Option, Solver, in_range
+from .._validation import Boolean, Interval, Option
+from ._base import Solver
 from ._cutting_plane import PLANE_OPTIONS, add_and_solve, bundle_planes, master_solver, new_bundle
 from ._registry import register
 from ..linesearch import exact_line_search
@@ -70,8 +72,9 @@ class LSBMRM(Solver):
     history_fields = ("n_planes", "inner_time", "eta")
     options = {
         **PLANE_OPTIONS,
-        "theta": Option(0.9, in_range("theta", 0.0, 1.0, lo_open=True)),
-        "line_search": Option(True, bool),
+        "theta": Option(0.9, Interval(Real, 0, 1, closed="right"),
+                        doc="where to query between the best point and the master minimiser"),
+        "line_search": Option(True, Boolean(), doc="False: BMRM's iterates (eta = 1)"),
     }
 
     class State(NamedTuple):

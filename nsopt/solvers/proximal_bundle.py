@@ -12,6 +12,7 @@ variable :math:`w - c` (:func:`_prox_master`).
 from __future__ import annotations
 
 import math
+from numbers import Integral, Real
 from typing import NamedTuple
 
 import numpy as np
@@ -20,7 +21,8 @@ from ..bundle import PlaneBundle
 from ..inner import QPSimplex
 from ..problem import RegularizedRisk, as_problem
 from ..regularizers import L2
-from ._base import COMMON_OPTIONS, Option, Solver, in_range, positive_int
+from .._validation import Interval, NoneOr, Option, Options
+from ._base import Solver
 from ._start import sgd_start
 from ._cutting_plane import PLANE_OPTIONS, add_and_solve, bundle_planes, master_solver, new_bundle
 from ._registry import register
@@ -54,10 +56,8 @@ def _prox_master(bundle, master, lam, u, centre, warm, tol, deadline=None):
     return sol, sol.w + shift
 
 
-def _variant(v):
-    if v not in ("auto", "proximal", "trust-region"):
-        raise ValueError(f"variant must be 'auto', 'proximal' or 'trust-region', got {v!r}")
-    return v
+_VARIANT = Option("auto", Options(("auto", "proximal", "trust-region")),
+                  doc="which proximal bundle method (auto: from the problem)")
 
 
 @register
@@ -76,7 +76,7 @@ class ProximalBundle(Solver):
     def __new__(cls, variant: str = "auto", **options):
         if cls is ProximalBundle:
             cls = {"auto": _AutoProximalBundle, "proximal": ProxBMRM,
-                   "trust-region": TrustRegionBundle}[_variant(variant)]
+                   "trust-region": TrustRegionBundle}[_VARIANT.validate(variant, "ProximalBundle", "variant")]
         return super().__new__(cls)
 
     def __init__(self, variant: str = "auto", **options):
@@ -155,13 +155,18 @@ class ProxBMRM(ProximalBundle):
     history_fields = ("n_planes", "alpha")
     options = {
         **PLANE_OPTIONS,
-        "n_models": Option(1, positive_int("n_models")),
-        "K": Option(None, lambda v: None if v is None else in_range("K", 0.0, math.inf, lo_open=True)(v)),
-        "T": Option(100, positive_int("T")),
-        "init": Option("zeros", lambda v: v if v in ("zeros", "sgd") else (_ for _ in ()).throw(
-            ValueError(f"init must be 'zeros' or 'sgd', got {v!r}"))),
-        "sgd_passes": Option(10, positive_int("sgd_passes")),
-        "alpha_max": Option(2.0 ** 40, in_range("alpha_max", 0.0, math.inf, lo_open=True)),
+        "n_models": Option(1, Interval(Integral, 1, None, closed="left"),
+                           doc="cutting-plane models, one per group of examples (P-BMRM)"),
+        "K": Option(None, NoneOr(Interval(Real, 0, None, closed="neither")),
+                    doc="step bound (None: 0.01 ||w_1||, or 0.4 when w_1 = 0)"),
+        "T": Option(100, Interval(Integral, 1, None, closed="left"),
+                    doc="iterations after which the decrease rule forces a re-tune"),
+        "init": Option("zeros", Options(("zeros", "sgd")),
+                       doc="start without x0: the regularizer's minimiser or SGD"),
+        "sgd_passes": Option(10, Interval(Integral, 1, None, closed="left"),
+                             doc="SGD passes for the sgd start"),
+        "alpha_max": Option(2.0 ** 40, Interval(Real, 0, None, closed="neither"),
+                            doc="largest prox weight alpha the re-tuning tries"),
     }
 
     class State(NamedTuple):
@@ -336,10 +341,13 @@ class TrustRegionBundle(ProximalBundle):
     options = {
         "inner_rtol": PLANE_OPTIONS["inner_rtol"],
         "remove_inactive": PLANE_OPTIONS["remove_inactive"],
-        "max_planes": Option(50, PLANE_OPTIONS["max_planes"].check),
-        "step0": Option(1.0, in_range("step0", 0.0, math.inf, lo_open=True)),
-        "descent": Option(0.1, in_range("descent", 0.0, 1.0, lo_open=True, hi_open=True)),
-        "radius": Option(None, lambda v: None if v is None else in_range("radius", 0.0, math.inf)(v)),
+        "max_planes": PLANE_OPTIONS["max_planes"].replace(default=50),
+        "step0": Option(1.0, Interval(Real, 0, None, closed="neither"),
+                        doc="length of the first step"),
+        "descent": Option(0.1, Interval(Real, 0, 1, closed="neither"),
+                          doc="m of the serious-step test"),
+        "radius": Option(None, NoneOr(Interval(Real, 0, None, closed="left")),
+                         doc="bound on the norm of a minimiser (gives a lower bound)"),
     }
 
     class State(NamedTuple):
@@ -443,21 +451,18 @@ class _AutoProximalBundle(ProximalBundle):
     options given; an option the chosen variant does not have is an error, never ignored."""
 
     options = {**TrustRegionBundle.options, **ProxBMRM.options}  # validation of either's
-
-    def __init__(self, variant: str = "auto", **options):
-        super().__init__(variant, **options)
-        self._given = dict(options)
+    _label = "ProximalBundle"
 
     def choose(self, problem) -> Solver:
         """The solver of the variant that fits ``problem``, configured with the given options."""
         cls = ProxBMRM if ProxBMRM.unsupported_reason(as_problem(problem)) is None else TrustRegionBundle
-        valid = set(COMMON_OPTIONS) | set(cls.options)
-        foreign = sorted(set(self._given) - valid)
+        table = cls.option_table()
+        foreign = sorted(set(self._options) - set(table))
         if foreign:
             variant = "proximal" if cls is ProxBMRM else "trust-region"
             raise TypeError(f"option(s) {foreign} do not apply to the {variant!r} variant that "
-                            f"this problem takes; its options: {sorted(cls.options)}")
-        return cls(**self._given)
+                            f"this problem takes; its options: {sorted(table)}")
+        return cls(**self._options)
 
     def run(self, problem, x0=None, callback=None):
         return self.choose(problem).run(problem, x0, callback)

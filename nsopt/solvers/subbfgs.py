@@ -20,25 +20,19 @@ On ``RegularizedRisk(Logistic, L1, lam)`` ``SubLBFGS`` runs the paper's OWL-QN* 
 from __future__ import annotations
 
 import math
+from numbers import Integral, Real
 from typing import NamedTuple
 
 import numpy as np
 
 from ..linesearch import exact_line_search, wolfe_line_search
 from ..problem import RegularizedRisk
-from ._base import Option, Solver, in_range, positive_int
+from .._validation import Interval, NoneOr, Option, Options
+from ._base import Solver
 from ._registry import register
 
 __all__ = ["SubBFGS", "SubLBFGS", "descent_direction", "DescentDirection",
            "DenseInverseHessian", "LBFGSInverseHessian"]
-
-
-def _choice(name, values):
-    def check(v):
-        if v not in values:
-            raise ValueError(f"{name} must be one of {sorted(values)}, got {v!r}")
-        return v
-    return check
 
 
 # ----------------------------------------------------------------------------------------
@@ -356,17 +350,25 @@ class SubBFGS(Solver):
     history_fields = ("eta", "n_inner", "n_failures", "n_null_steps")
     _store = DenseInverseHessian
     options = {
-        "epsilon": Option(1e-5, in_range("epsilon", 0.0, math.inf)),
-        "initial_epsilon": Option(None, lambda v: None if v is None else in_range("initial_epsilon", 0.0, math.inf)(v)),
-        "k_max": Option(100, positive_int("k_max")),
-        "h": Option(1e-8, in_range("h", 0.0, math.inf, lo_open=True)),
-        "c1": Option(1e-4, in_range("c1", 0.0, 1.0, lo_open=True, hi_open=True)),
-        "c2": Option(0.9, in_range("c2", 0.0, 1.0, lo_open=True, hi_open=True)),
-        "line_search": Option("auto", _choice("line_search", {"auto", "exact", "wolfe"})),
-        "initial_scaling": Option("identity", _choice("initial_scaling", {"identity", "gamma"})),
-        "curvature_subgradient": Option("argsup", _choice("curvature_subgradient", {"argsup", "oracle"})),
-        "gtol": Option(1e-8, in_range("gtol", 0.0, math.inf)),
-        "kink_tol": Option(1e-10, in_range("kink_tol", 0.0, 1.0)),
+        "epsilon": Option(1e-5, Interval(Real, 0, None, closed="left"),
+                          doc="Alg. 2's tolerance on the direction's slope"),
+        "initial_epsilon": Option(None, NoneOr(Interval(Real, 0, None, closed="left")),
+                                  doc="epsilon of the first iteration (None: epsilon)"),
+        "k_max": Option(100, Interval(Integral, 1, None, closed="left"),
+                        doc="passes of Alg. 2 per direction"),
+        "h": Option(1e-8, Interval(Real, 0, None, closed="neither"),
+                    doc="lower bound on s^Ty / y^Ty (Alg. 1, l. 14)"),
+        "c1": Option(1e-4, Interval(Real, 0, 1, closed="neither"), doc="Armijo constant"),
+        "c2": Option(0.9, Interval(Real, 0, 1, closed="neither"), doc="curvature constant"),
+        "line_search": Option("auto", Options(("auto", "exact", "wolfe")),
+                              doc="exact where the line knows its kinks, else Wolfe"),
+        "initial_scaling": Option("identity", Options(("identity", "gamma")), doc="B_0"),
+        "curvature_subgradient": Option("argsup", Options(("argsup", "oracle")),
+                                        doc="g_{t+1} of the curvature pair"),
+        "gtol": Option(1e-8, Interval(Real, 0, None, closed="left"),
+                       doc="stop when ||g_bar|| <= gtol (no certificate)"),
+        "kink_tol": Option(1e-10, Interval(Real, 0, 1, closed="both"),
+                           doc="relative distance within which points count as the same kink"),
     }
 
     class State(NamedTuple):
@@ -604,8 +606,10 @@ class SubLBFGS(SubBFGS):
     _store = LBFGSInverseHessian
     options = {
         **SubBFGS.options,
-        "memory": Option(15, positive_int("memory")),
-        "owlqn_variant": Option("owlqn*", _choice("owlqn_variant", {"owlqn*", "owlqn", "none"})),
+        "memory": Option(15, Interval(Integral, 1, None, closed="left"),
+                         doc="curvature pairs kept"),
+        "owlqn_variant": Option("owlqn*", Options(("owlqn*", "owlqn", "none")),
+                                doc="OWL-QN mode on L1 with a differentiable loss"),
     }
 
     def _mode(self, problem):
