@@ -118,8 +118,14 @@ class ProxBMRM(ProximalBundle):
         Starting point when ``x0`` is not given: the regularizer's minimiser, or the best
         of ``sgd_passes`` passes of mini-batch SGD ([UF12]_ Sec. 3.2).
     sgd_passes : int, default 10
-    inner_rtol, remove_inactive, max_planes
-        As in :class:`~nsopt.solvers.BMRM`.
+    inner : {"auto", "qp", "osqp", "smooth"}, default "auto"
+        Backend of both master problems (the prox one and the :math:`\alpha = 0` one of the
+        certificate), which are L2 quadratic programs whatever the backend: ``"auto"`` and
+        ``"qp"`` are :class:`~nsopt.inner.QPSimplex`, ``"osqp"`` OSQP, ``"smooth"`` projected
+        FISTA (see :mod:`nsopt.inner`).
+    inner_rtol, remove_inactive, max_planes, planes
+        As in :class:`~nsopt.solvers.BMRM` (``inner_rtol`` applies to the certificate's
+        master problem; the prox master is solved to the backend's default accuracy).
 
     Notes
     -----
@@ -155,6 +161,9 @@ class ProxBMRM(ProximalBundle):
     history_fields = ("n_planes", "alpha")
     options = {
         **PLANE_OPTIONS,
+        # both master problems (the prox one and the alpha = 0 one) are L2 quadratic programs
+        "inner": PLANE_OPTIONS["inner"].replace(constraints=(Options(("auto", "qp", "osqp", "smooth")),),
+                                                doc="backend of the (L2) master problems"),
         "n_models": Option(1, Interval(Integral, 1, None, closed="left"),
                            doc="cutting-plane models, one per group of examples (P-BMRM)"),
         "K": Option(None, NoneOr(Interval(Real, 0, None, closed="neither")),
@@ -205,12 +214,13 @@ class ProxBMRM(ProximalBundle):
         norm = float(np.linalg.norm(x0))
         K = self.K if self.K is not None else (0.01 * norm if norm > 0 else 0.4)
         ev, groups = self._evaluate(problem, x0)
-        m = add_and_solve(problem, bundle, np.zeros(bundle.n), ev, master_solver(problem, "qp"),
+        master = master_solver(problem, self.inner)
+        m = add_and_solve(problem, bundle, np.zeros(bundle.n), ev, master,
                           outer_gap=math.inf, inner_rtol=self.inner_rtol, groups=groups)
         return self.State(w=x0, fun=ev.fun, fun_best=ev.fun, lower_bound=m.dual_value,
                           a_bar=m.a_bar, b_bar=m.b_bar, evidence=m.evidence, alpha=0.0,
                           gamma=math.inf, retune=True,
-                          beta0=m.alpha, beta=None, K=K, bundle=bundle, master=QPSimplex(),
+                          beta0=m.alpha, beta=None, K=K, bundle=bundle, master=master,
                           n_planes=bundle.n, n_tunes=0)
 
     def _evaluate(self, problem, w):
@@ -306,7 +316,7 @@ class TrustRegionBundle(ProximalBundle):
     max_planes : int, default 50
         Bundle cap; when full, zero-multiplier planes go and old ones are aggregated (Kiwiel's
         aggregation keeps the convergence proof).
-    remove_inactive, inner_rtol
+    remove_inactive
         As in :class:`~nsopt.solvers.BMRM`.
 
     Notes
@@ -339,7 +349,6 @@ class TrustRegionBundle(ProximalBundle):
     certificate_source = "eps-subgradient"  # radius bound, or a flat aggregate plane
     history_fields = ("n_planes", "u", "serious")
     options = {
-        "inner_rtol": PLANE_OPTIONS["inner_rtol"],
         "remove_inactive": PLANE_OPTIONS["remove_inactive"],
         "max_planes": PLANE_OPTIONS["max_planes"].replace(default=50),
         "step0": Option(1.0, Interval(Real, 0, None, closed="neither"),
