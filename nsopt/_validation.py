@@ -532,7 +532,7 @@ _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 def _outside_package_stacklevel() -> int:
     """The ``stacklevel`` for ``warnings.warn`` called by the caller of this function that
     points at the first frame outside nsopt (the user's line, however deep the call)."""
-    frame, level = sys._getframe(2), 1  # the frame that calls warnings.warn is level 1
+    frame, level = sys._getframe(1), 1  # the frame that calls warnings.warn is level 1
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE):
         frame, level = frame.f_back, level + 1
     return level

@@ -111,11 +111,12 @@ class ExcessiveGap(Solver):
 
     Parameters
     ----------
-    adaptive_L : bool, default True
+    adaptive_lipschitz : bool, default True
         Estimate :math:`L` along the path by backtracking (below). False: the seed's fixed
         schedule with :math:`L = \|Z\|_2^2/\lambda` (``lipschitz``, or computed once).
+        Formerly ``adaptive_L`` (deprecated alias).
     lipschitz : float > 0 or None
-        :math:`L`; with ``adaptive_L`` only the first trial value. A fixed ``lipschitz`` below
+        :math:`L`; with ``adaptive_lipschitz`` only the first trial value. A fixed ``lipschitz`` below
         the curvature met along the path raises ``ValueError``.
     **common
         ``rtol, atol, max_iter, max_time, verbose`` (see :func:`nsopt.minimize`).
@@ -181,7 +182,8 @@ class ExcessiveGap(Solver):
     certificate_source = "excessive-gap"
     history_fields = ("mu", "lipschitz")
     options = {
-        "adaptive_L": Option(True, Boolean(), doc="estimate L by backtracking"),
+        "adaptive_lipschitz": Option(True, Boolean(), doc="estimate L by backtracking",
+                                     renamed_from="adaptive_L"),
         "lipschitz": Option(None, NoneOr(Interval(Real, 0, None, closed="neither")),
                             doc="Lipschitz constant of grad D (or first trial)"),
     }
@@ -253,12 +255,12 @@ class ExcessiveGap(Solver):
     def _too_small(self, L, curvature):
         return ValueError(
             f"lipschitz={L:.6g} is below the curvature of the dual met along the path "
-            f"({curvature:.6g}); it must be >= ||Z||^2 / lam. Omit lipschitz, or use adaptive_L=True"
+            f"({curvature:.6g}); it must be >= ||Z||^2 / lam. Omit lipschitz, or use adaptive_lipschitz=True"
         )
 
     def init(self, problem, x0):
         form, lam = saddle_form(problem.loss), problem.lam
-        fixed = not self.adaptive_L
+        fixed = not self.adaptive_lipschitz
         problem.evaluate(x0)                                 # an upper bound; not the start
         center = form.center                                 # [SZV09, Alg. 1, l. 1]: alpha_{-1}
         zt_c = form.rmatvec(center)
@@ -288,7 +290,7 @@ class ExcessiveGap(Solver):
         )
 
     def step(self, problem, s):
-        form, lam, fixed = s.form, problem.lam, not self.adaptive_L
+        form, lam, fixed = s.form, problem.lam, not self.adaptive_lipschitz
         a_mu = form.project(form.center + s.residual / s.mu)          # alpha_mu(w_k), eq. (23)
         zt_mu = form.rmatvec(a_mu)
         zt_alpha = -s.a_bar
@@ -401,7 +403,7 @@ def pragam_with_bias(X, y, lam, *, sample_weight=None, callback=None, **options)
     (:math:`c_i = 1/m`, or the normalised ``sample_weight``). The dual set is the box
     :math:`[0, c]` with :math:`y^T\alpha = 0` ([SZV09]_ eq. 22), projected in O(m)
     (:func:`nsopt.inner._box_equality.project_box_equality`). ``options`` are those of
-    :class:`ExcessiveGap` (``rtol``, ``max_iter``, ``adaptive_L``, ...).
+    :class:`ExcessiveGap` (``rtol``, ``max_iter``, ``adaptive_lipschitz``, ...).
 
     Returns
     -------

@@ -98,8 +98,9 @@ class ProxBMRM(ProximalBundle):
 
     The prox weight :math:`\alpha_t` is kept while the objective decreases by at least
     :math:`\gamma`; otherwise it is re-tuned to the smallest :math:`\alpha \in \{0\} \cup
-    \{\lambda 2^k\}` whose step stays within ``K`` of :math:`w_t`, and :math:`\gamma` is reset to
-    :math:`J(w_{t+1})/T - J_t(w^0_{t+1})/(T(1-\epsilon))` ([UF12]_ Alg. 2, eq. 11).
+    \{\lambda 2^k\}` whose step stays within :math:`K` (``max_step``) of :math:`w_t`, and
+    :math:`\gamma` is reset to :math:`J(w_{t+1})/T - J_t(w^0_{t+1})/(T(1-\epsilon))` with
+    :math:`T` = ``retune_every`` ([UF12]_ Alg. 2, eq. 11).
 
     Parameters
     ----------
@@ -110,14 +111,21 @@ class ProxBMRM(ProximalBundle):
         P times larger. Needs a loss with ``group_value_and_subgradients``: scalar, vector and
         structured losses split their examples, :class:`~nsopt.losses.NDCG` its queries (P at
         most the number of queries); one oracle call still gives all P planes.
-    K : float or None
-        Step bound; default ``0.01 ||w_1||``, or 0.4 when ``w_1 = 0`` (SHOGUN's rule).
-    T : int, default 100
-        Iterations without re-tuning after which the decrease rule forces a re-tune.
-    init : {"zeros", "sgd"}
+    max_step : float > 0 or None
+        :math:`K`, the step bound of the re-tuning; None: ``0.01 ||w_1||``, or 0.4 when
+        ``w_1 = 0`` (SHOGUN's rule). Formerly ``K`` (deprecated alias).
+    retune_every : int >= 1, default 100
+        :math:`T`: the decrease threshold :math:`\gamma` asks for a :math:`1/T` share of the
+        objective per iteration, so after about ``retune_every`` iterations without re-tuning
+        the decrease rule forces one. Formerly ``T`` (deprecated alias).
+    start : {"zeros", "sgd"}, default "zeros"
         Starting point when ``x0`` is not given: the regularizer's minimiser, or the best
-        of ``sgd_passes`` passes of mini-batch SGD ([UF12]_ Sec. 3.2).
-    sgd_passes : int, default 10
+        of ``sgd_passes`` passes of mini-batch SGD ([UF12]_ Sec. 3.2). Formerly ``init``
+        (deprecated alias).
+    sgd_passes : int >= 1, default 10
+        Passes of SGD for ``start="sgd"``.
+    alpha_max : float > 0, default 2**40
+        The largest prox weight :math:`\alpha` the re-tuning's doubling tries.
     inner : {"auto", "qp", "osqp", "smooth"}, default "auto"
         Backend of both master problems (the prox one and the :math:`\alpha = 0` one of the
         certificate), which are L2 quadratic programs whatever the backend: ``"auto"`` and
@@ -141,7 +149,7 @@ class ProxBMRM(ProximalBundle):
     scaling (:math:`\lambda \ge 1`); with nsopt's mean loss (:math:`\lambda` = the paper's
     :math:`\lambda / m`) a fixed :math:`\alpha \ge 1` would swamp :math:`\lambda` and freeze
     the iterates, so the grid is :math:`\{0\} \cup \{\lambda 2^k, k \ge -10\}`, searched by
-    doubling from the previous value, then halving while the step stays within ``K``
+    doubling from the previous value, then halving while the step stays within ``max_step``
     (SHOGUN's search).
 
     Certificate: the :math:`\alpha = 0` master problem (plain BMRM over the same planes) is
@@ -166,12 +174,15 @@ class ProxBMRM(ProximalBundle):
                                                 doc="backend of the (L2) master problems"),
         "n_models": Option(1, Interval(Integral, 1, None, closed="left"),
                            doc="cutting-plane models, one per group of examples (P-BMRM)"),
-        "K": Option(None, NoneOr(Interval(Real, 0, None, closed="neither")),
-                    doc="step bound (None: 0.01 ||w_1||, or 0.4 when w_1 = 0)"),
-        "T": Option(100, Interval(Integral, 1, None, closed="left"),
-                    doc="iterations after which the decrease rule forces a re-tune"),
-        "init": Option("zeros", Options(("zeros", "sgd")),
-                       doc="start without x0: the regularizer's minimiser or SGD"),
+        "max_step": Option(None, NoneOr(Interval(Real, 0, None, closed="neither")),
+                           doc="step bound K (None: 0.01 ||w_1||, or 0.4 when w_1 = 0)",
+                           renamed_from="K"),
+        "retune_every": Option(100, Interval(Integral, 1, None, closed="left"),
+                               doc="T: iterations after which the decrease rule forces a re-tune",
+                               renamed_from="T"),
+        "start": Option("zeros", Options(("zeros", "sgd")),
+                        doc="start without x0: the regularizer's minimiser or SGD",
+                        renamed_from="init"),
         "sgd_passes": Option(10, Interval(Integral, 1, None, closed="left"),
                              doc="SGD passes for the sgd start"),
         "alpha_max": Option(2.0 ** 40, Interval(Real, 0, None, closed="neither"),
@@ -208,11 +219,11 @@ class ProxBMRM(ProximalBundle):
         return None
 
     def init(self, problem, x0):
-        if self.config["init"] == "sgd" and not np.any(x0):
+        if self.start == "sgd" and not np.any(x0):
             x0 = sgd_start(problem, passes=self.sgd_passes)
         bundle = new_bundle(problem, planes=self.planes, n_models=self.n_models)
         norm = float(np.linalg.norm(x0))
-        K = self.K if self.K is not None else (0.01 * norm if norm > 0 else 0.4)
+        K = self.max_step if self.max_step is not None else (0.01 * norm if norm > 0 else 0.4)
         ev, groups = self._evaluate(problem, x0)
         master = master_solver(problem, self.inner)
         m = add_and_solve(problem, bundle, np.zeros(bundle.n), ev, master,
@@ -275,7 +286,8 @@ class ProxBMRM(ProximalBundle):
         gamma = s.gamma
         if tuned:                                                        # eq. (11)
             eps = self.rtol
-            gamma = ev.fun / self.T - m.dual_value / (self.T * (1.0 - eps))
+            T = self.retune_every
+            gamma = ev.fun / T - m.dual_value / (T * (1.0 - eps))
         retune = (s.fun - ev.fun) < gamma                                # l. 4
         return self.State(w=ev.w, fun=ev.fun, fun_best=fun_best, lower_bound=m.dual_value,
                           a_bar=m.a_bar, b_bar=m.b_bar, evidence=m.evidence, alpha=alpha,
@@ -305,8 +317,9 @@ class TrustRegionBundle(ProximalBundle):
 
     Parameters
     ----------
-    step0 : float, default 1.0
-        Length of the first step (``u_0 = ||g_0|| / step0``).
+    initial_step : float > 0, default 1.0
+        Length of the first step (``u_0 = ||g_0|| / initial_step``). Formerly ``step0``
+        (deprecated alias).
     descent : float in (0, 1), default 0.1
         ``m`` of the serious-step test.
     radius : float or None
@@ -351,8 +364,8 @@ class TrustRegionBundle(ProximalBundle):
     options = {
         "remove_inactive": PLANE_OPTIONS["remove_inactive"],
         "max_planes": PLANE_OPTIONS["max_planes"].replace(default=50),
-        "step0": Option(1.0, Interval(Real, 0, None, closed="neither"),
-                        doc="length of the first step"),
+        "initial_step": Option(1.0, Interval(Real, 0, None, closed="neither"),
+                               doc="length of the first step", renamed_from="step0"),
         "descent": Option(0.1, Interval(Real, 0, 1, closed="neither"),
                           doc="m of the serious-step test"),
         "radius": Option(None, NoneOr(Interval(Real, 0, None, closed="left")),
@@ -386,7 +399,7 @@ class TrustRegionBundle(ProximalBundle):
         ev = problem.evaluate(x0)
         bundle.add_at(ev.w, ev.fun, ev.subgradient)
         gnorm = float(np.linalg.norm(ev.subgradient))
-        u = max(gnorm, 1e-12) / self.step0
+        u = max(gnorm, 1e-12) / self.initial_step
         s = self.State(centre=ev.w, fun_centre=ev.fun, x=ev.w, u=u, delta=math.inf,
                        linearization_error=0.0, subgradient_norm=gnorm, lower_bound=-math.inf,
                        stationary=False, beta=np.ones(1), bundle=bundle, master=QPSimplex(),

@@ -256,15 +256,17 @@ class SubBFGS(Solver):
     initial_epsilon : float >= 0 or None
         Tolerance at the starting point only (the paper uses 1.0 at :math:`w = 0` for
         multiclass and multilabel hinge losses, Sec. 8.1); None means ``epsilon``.
-    k_max : int >= 1, default 100
-        Algorithm 2's iteration limit (at most ``k_max - 1`` passes per iteration, null steps
+    max_direction_iter : int >= 1, default 100
+        Algorithm 2's iteration limit :math:`k_{max}` (at most ``max_direction_iter - 1``
+        passes per iteration, null steps
         included; 1 gives plain BFGS's direction :math:`-B_tg_t`). The paper gives none; the
         authors' early code used 1000; 100 bounds the cost of a failing search (each pass is
         one oracle call): on a 500 x 20 hinge-L2 problem subLBFGS needed 4.6k oracle calls to
-        a 1e-6 gap with 100, 60k with 1000.
-    h : float > 0, default 1e-8
-        Lower bound on :math:`s^Ty/y^Ty` enforced by shifting the stored :math:`s` (Alg. 1,
-        l. 14; the paper's value).
+        a 1e-6 gap with 100, 60k with 1000. Formerly ``k_max`` (deprecated alias).
+    inverse_hessian_floor : float > 0, default 1e-8
+        :math:`h`, the floor on the spectrum of :math:`B_t` ([YVGS10]_ eqs. 28-29): a lower
+        bound on :math:`s^Ty/y^Ty` enforced by shifting the stored :math:`s` (Alg. 1, l. 14;
+        the paper's value). Formerly ``h`` (deprecated alias).
     c1, c2 : float, 0 < c1 < c2 < 1, default 1e-4, 0.9
         Subgradient Wolfe constants. ``c1`` is the paper's; ``c2`` is not given (the usual
         quasi-Newton value). With an exact line search (23) is only checked and counted.
@@ -354,10 +356,12 @@ class SubBFGS(Solver):
                           doc="Alg. 2's tolerance on the direction's slope"),
         "initial_epsilon": Option(None, NoneOr(Interval(Real, 0, None, closed="left")),
                                   doc="epsilon of the first iteration (None: epsilon)"),
-        "k_max": Option(100, Interval(Integral, 1, None, closed="left"),
-                        doc="passes of Alg. 2 per direction"),
-        "h": Option(1e-8, Interval(Real, 0, None, closed="neither"),
-                    doc="lower bound on s^Ty / y^Ty (Alg. 1, l. 14)"),
+        "max_direction_iter": Option(100, Interval(Integral, 1, None, closed="left"),
+                                     doc="k_max: Alg. 2's iteration limit per direction",
+                                     renamed_from="k_max"),
+        "inverse_hessian_floor": Option(1e-8, Interval(Real, 0, None, closed="neither"),
+                                        doc="h: lower bound on s^Ty / y^Ty (Alg. 1, l. 14)",
+                                        renamed_from="h"),
         "c1": Option(1e-4, Interval(Real, 0, 1, closed="neither"), doc="Armijo constant"),
         "c2": Option(0.9, Interval(Real, 0, 1, closed="neither"), doc="curvature constant"),
         "line_search": Option("auto", Options(("auto", "exact", "wolfe")),
@@ -473,9 +477,10 @@ class SubBFGS(Solver):
         if not (sy > 0 and math.isfinite(sy)):
             return store, 1, 0
         yy = float(y @ y)
-        shifted = sy / yy < self.h
+        h = self.inverse_hessian_floor
+        shifted = sy / yy < h
         if shifted:                                                    # l. 14
-            s_vec = s_vec + (self.h - sy / yy) * y
+            s_vec = s_vec + (h - sy / yy) * y
         return store.update(s_vec, y), 0, int(shifted)
 
     def _line_search(self, problem, w, f0, p, slope, eta0=1.0):
@@ -499,7 +504,7 @@ class SubBFGS(Solver):
         scale = max(1.0, float(np.abs(w).max(initial=0.0)))
         try:
             while True:
-                alg.run(problem, w, eps, self.k_max)
+                alg.run(problem, w, eps, self.max_direction_iter)
                 d = alg.result()
                 if not d.success:
                     return _Stuck(alg.g_bar, alg.lin_err)
@@ -514,7 +519,7 @@ class SubBFGS(Solver):
                     if ls.exact and not ls.value <= f0 + self.c1 * ls.eta * d.slope:
                         counts["n_armijo_violations"] += 1
                     return d, ls, alg.best[4]
-                if alg.n_inner + 1 >= self.k_max:
+                if alg.n_inner + 1 >= self.max_direction_iter:
                     return _Stuck(alg.g_bar, alg.lin_err)
                 # null step: probe the far side of the kinks within reach of w; its subgradient
                 # g at w' = w + r p has linearization error J(w) - J(w') + r g^T p at w
@@ -630,7 +635,7 @@ class SubLBFGS(SubBFGS):
             if s.mode == "owlqn":
                 p = -store.dot(g_ow)
             else:                                                      # Alg. 2 from g_ow
-                d = descent_direction(problem, w, g_ow, store, self.epsilon, self.k_max)
+                d = descent_direction(problem, w, g_ow, store, self.epsilon, self.max_direction_iter)
                 counts["n_inner"] += d.n_inner
                 p = d.p
             # [AG07] projection pi: keep p_j only where it agrees in sign with -g_ow; then
