@@ -494,7 +494,8 @@ class Option:
             raise TypeError(f"Option needs one or more Constraint objects, got {constraints!r}")
         self.constraints = constraints
         self.doc = doc
-        self.renamed_from = (renamed_from,) if isinstance(renamed_from, str) else tuple(renamed_from)
+        self.renamed_from = ((renamed_from,) if isinstance(renamed_from, str)
+                             else tuple(renamed_from))
         self.default = self.validate(default, "Option", "default")
 
     def validate(self, value, owner: str, name: str):
@@ -511,7 +512,8 @@ class Option:
             except TypeError as exc:
                 details.append(str(exc))
         detail = "; ".join(d for d in details if d)
-        raise kind(f"{owner} option {name}={_short(value)}: must be {_alternatives(self.constraints)}"
+        allowed = _alternatives(self.constraints)
+        raise kind(f"{owner} option {name}={_short(value)}: must be {allowed}"
                    + (f" ({detail})" if detail else ""))
 
     def replace(self, **changes) -> "Option":

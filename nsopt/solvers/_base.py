@@ -46,7 +46,8 @@ def _time_share(v):
 _SHARE = Interval(Real, 0, 1, closed="right")
 
 COMMON_OPTIONS = {
-    "rtol": Option(1e-3, Interval(Real, 0, None, closed="left"), doc="stop when gap <= rtol * |fun|"),
+    "rtol": Option(1e-3, Interval(Real, 0, None, closed="left"),
+                   doc="stop when gap <= rtol * |fun|"),
     "atol": Option(0.0, Interval(Real, 0, None, closed="left"), doc="stop when gap <= atol"),
     "max_iter": Option(None, NoneOr(Interval(Integral, 0, None, closed="left")),
                        doc="iteration limit"),
@@ -65,9 +66,9 @@ COMMON_OPTIONS = {
                            Satisfies(_time_share, "('time', share) with share in (0, 1]"),
                            doc="on L1 + margin losses, also bound by corrected Fenchel dual points "
                                "(L1DualCertifier): True (at most a quarter of the run's data "
-                               "passes), False, the largest share of the passes in (0, 1] (1 = every "
-                               "iteration), or ('time', share) for a share of the run time "
-                               "(not reproducible)"),
+                               "passes), False, the largest share of the passes in (0, 1] "
+                               "(1 = every iteration), or ('time', share) for a share of the run "
+                               "time (not reproducible)"),
 }
 
 

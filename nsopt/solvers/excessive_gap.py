@@ -116,8 +116,8 @@ class ExcessiveGap(Solver):
         schedule with :math:`L = \|Z\|_2^2/\lambda` (``lipschitz``, or computed once).
         Formerly ``adaptive_L`` (deprecated alias).
     lipschitz : float > 0 or None
-        :math:`L`; with ``adaptive_lipschitz`` only the first trial value. A fixed ``lipschitz`` below
-        the curvature met along the path raises ``ValueError``.
+        :math:`L`; with ``adaptive_lipschitz`` only the first trial value. A fixed
+        ``lipschitz`` below the curvature met along the path raises ``ValueError``.
     **common
         ``rtol, atol, max_iter, max_time, verbose`` (see :func:`nsopt.minimize`).
 
@@ -255,7 +255,8 @@ class ExcessiveGap(Solver):
     def _too_small(self, L, curvature):
         return ValueError(
             f"lipschitz={L:.6g} is below the curvature of the dual met along the path "
-            f"({curvature:.6g}); it must be >= ||Z||^2 / lam. Omit lipschitz, or use adaptive_lipschitz=True"
+            f"({curvature:.6g}); it must be >= ||Z||^2 / lam. Omit lipschitz, or use "
+            "adaptive_lipschitz=True"
         )
 
     def init(self, problem, x0):

@@ -132,7 +132,8 @@ class LSBMRM(Solver):
         else:
             w_b = w_t
             fun_b = math.inf  # unknown until queried: BMRM's iterate
-        w_c = w_t if not self.line_search else (1.0 - self.query_fraction) * w_b + self.query_fraction * w_t  # l. 9
+        theta = self.query_fraction
+        w_c = w_t if not self.line_search else (1.0 - theta) * w_b + theta * w_t        # l. 9
         improved = m.dual_value >= s.lower_bound
         return self.State(
             w_master=w_t, w_best=w_b if math.isfinite(fun_b) else None, fun_best=fun_b,

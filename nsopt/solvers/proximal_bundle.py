@@ -75,8 +75,9 @@ class ProximalBundle(Solver):
 
     def __new__(cls, variant: str = "auto", **options):
         if cls is ProximalBundle:
+            variant = _VARIANT.validate(variant, "ProximalBundle", "variant")
             cls = {"auto": _AutoProximalBundle, "proximal": ProxBMRM,
-                   "trust-region": TrustRegionBundle}[_VARIANT.validate(variant, "ProximalBundle", "variant")]
+                   "trust-region": TrustRegionBundle}[variant]
         return super().__new__(cls)
 
     def __init__(self, variant: str = "auto", **options):
@@ -170,8 +171,9 @@ class ProxBMRM(ProximalBundle):
     options = {
         **PLANE_OPTIONS,
         # both master problems (the prox one and the alpha = 0 one) are L2 quadratic programs
-        "inner": PLANE_OPTIONS["inner"].replace(constraints=(Options(("auto", "qp", "osqp", "smooth")),),
-                                                doc="backend of the (L2) master problems"),
+        "inner": PLANE_OPTIONS["inner"].replace(
+            constraints=(Options(("auto", "qp", "osqp", "smooth")),),
+            doc="backend of the (L2) master problems"),
         "n_models": Option(1, Interval(Integral, 1, None, closed="left"),
                            doc="cutting-plane models, one per group of examples (P-BMRM)"),
         "max_step": Option(None, NoneOr(Interval(Real, 0, None, closed="neither")),

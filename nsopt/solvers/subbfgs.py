@@ -635,7 +635,8 @@ class SubLBFGS(SubBFGS):
             if s.mode == "owlqn":
                 p = -store.dot(g_ow)
             else:                                                      # Alg. 2 from g_ow
-                d = descent_direction(problem, w, g_ow, store, self.epsilon, self.max_direction_iter)
+                d = descent_direction(problem, w, g_ow, store, self.epsilon,
+                                      self.max_direction_iter)
                 counts["n_inner"] += d.n_inner
                 p = d.p
             # [AG07] projection pi: keep p_j only where it agrees in sign with -g_ow; then
