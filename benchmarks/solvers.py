@@ -116,9 +116,9 @@ def make_solver(method, problem, rtol, max_time):
     base, options, problems = VARIANTS.get(method, (method, {}, None))
     if problems is not None and problem not in problems:
         return None
-    solver = nsopt.solvers.SOLVERS[base](**options)
-    solver.config.update(rtol=rtol, max_time=max_time)
-    return solver
+    # through the constructor, so the options are checked and reach the variant that
+    # ProximalBundle(variant="auto") builds at solve time (a config edited afterwards does not)
+    return nsopt.solvers.SOLVERS[base](rtol=rtol, max_time=max_time, **options)
 
 
 def main(argv=None):

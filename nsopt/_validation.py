@@ -15,6 +15,10 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
+import sys
+import warnings
+from typing import Any, Callable
 
 import numpy as np
 import scipy.sparse as sp
@@ -34,6 +38,15 @@ __all__ = [
     "user_scalar",
     "user_vector",
     "user_pair",
+    "Constraint",
+    "Interval",
+    "Options",
+    "Boolean",
+    "NoneOr",
+    "Satisfies",
+    "Option",
+    "validate_options",
+    "check_planes",
 ]
 
 
@@ -302,3 +315,276 @@ def user_pair(out, who: str, w) -> tuple:
         return out
     raise TypeError(f"the user callable {who} returned {_returned(out)} at w = {_point_repr(w)}; "
                     "it must return a pair (number, vector)")
+
+
+
+# ----------------------------------------------------------------------------------------
+# Solver options: one declarative vocabulary (the idea of scikit-learn's
+# ``_parameter_constraints``: ``Interval(Real, 0, None, closed="neither")``, ``"boolean"``)
+# ----------------------------------------------------------------------------------------
+class Constraint:
+    """A set of allowed values for an option.
+
+    :meth:`check` returns the value to store (converted: ``float``, ``int``, ``bool``) or
+    raises ``TypeError`` when the value is of the wrong kind (a string for a number, ``1`` or
+    ``"no"`` for a boolean) and ``ValueError`` when it is of the right kind but outside the set
+    (``-1.0`` for a nonnegative number, ``"fast"`` for a choice). The exception's text, if any,
+    is a detail appended to the option's message. ``str(constraint)`` names the set in words,
+    for messages and docs."""
+
+    def check(self, value):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def __repr__(self):
+        return f"<{type(self).__name__}: {self}>"
+
+
+def _is_real(v) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
+
+
+def _is_integer(v) -> bool:
+    return isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))
+
+
+def _endpoint(x) -> str:
+    if x is None:
+        return "inf"
+    if isinstance(x, float):
+        return "inf" if x == math.inf else "-inf" if x == -math.inf else f"{x:g}"
+    return str(x)
+
+
+class Interval(Constraint):
+    """Numbers of one kind between two bounds: ``Interval(Real, 0, None, closed="left")`` is
+    :math:`[0, \\infty)`, ``Interval(Integral, 1, None, closed="left")`` the positive integers.
+
+    ``kind`` is ``numbers.Real`` (any real number but booleans; stored as ``float``; NaN is
+    never inside) or ``numbers.Integral`` (integers, numpy's included, but booleans and floats;
+    stored as ``int``). A bound ``None`` is infinite and never included; an infinite bound
+    given as ``math.inf`` follows ``closed`` (``Interval(Real, 0, math.inf, closed="right")``
+    accepts ``inf``). ``closed`` is one of ``"both"``, ``"left"``, ``"right"``, ``"neither"``.
+    """
+
+    _CLOSED = ("both", "left", "right", "neither")
+
+    def __init__(self, kind, low, high, *, closed: str):
+        if kind not in (numbers.Real, numbers.Integral):
+            raise TypeError(f"Interval kind must be numbers.Real or numbers.Integral, got {kind!r}")
+        if closed not in self._CLOSED:
+            raise ValueError(f"closed must be one of {self._CLOSED}, got {closed!r}")
+        if low is not None and high is not None and not low <= high:
+            raise ValueError(f"empty interval: low={low} > high={high}")
+        self.kind, self.low, self.high, self.closed = kind, low, high, closed
+
+    def _inside(self, v) -> bool:
+        left = self.closed in ("both", "left")
+        right = self.closed in ("both", "right")
+        if self.low is None:
+            ok_low = v > -math.inf
+        else:
+            ok_low = v >= self.low if left else v > self.low
+        if self.high is None:
+            ok_high = v < math.inf
+        else:
+            ok_high = v <= self.high if right else v < self.high
+        return bool(ok_low and ok_high)
+
+    def check(self, value):
+        integral = self.kind is numbers.Integral
+        if not (_is_integer(value) if integral else _is_real(value)):
+            raise TypeError
+        if not self._inside(value):
+            raise ValueError
+        return int(value) if integral else float(value)
+
+    def __str__(self):
+        left = "[" if self.low is not None and self.closed in ("both", "left") else "("
+        right = "]" if self.high is not None and self.closed in ("both", "right") else ")"
+        what = "an integer" if self.kind is numbers.Integral else "a real number"
+        low = "-inf" if self.low is None else _endpoint(self.low)
+        return f"{what} in {left}{low}, {_endpoint(self.high)}{right}"
+
+
+class Options(Constraint):
+    """One of a few strings: ``Options(("auto", "exact", "wolfe"))`` (kept in the given order,
+    which messages follow; pass the default first)."""
+
+    def __init__(self, choices):
+        self.choices = tuple(choices)
+        if not self.choices or not all(isinstance(c, str) for c in self.choices):
+            raise TypeError(f"Options needs a non-empty collection of strings, got {choices!r}")
+
+    def check(self, value):
+        if not isinstance(value, str):
+            raise TypeError
+        if value not in self.choices:
+            raise ValueError
+        return value
+
+    def __str__(self):
+        return "one of " + ", ".join(repr(c) for c in self.choices)
+
+
+class Boolean(Constraint):
+    """``True`` or ``False`` (Python's or numpy's bool), stored as ``bool``. Nothing else:
+    ``"no"`` is not False, ``1`` and ``1.0`` are not True (``Option(True, bool)`` used to
+    accept ``line_search="no"`` as True)."""
+
+    def check(self, value):
+        if not isinstance(value, (bool, np.bool_)):
+            raise TypeError
+        return bool(value)
+
+    def __str__(self):
+        return "True or False"
+
+
+class NoneOr(Constraint):
+    """``None`` (usually "not set: use the rule the docstring gives") or a value of
+    ``constraint``."""
+
+    def __init__(self, constraint: Constraint):
+        if not isinstance(constraint, Constraint):
+            raise TypeError(f"NoneOr needs a Constraint, got {constraint!r}")
+        self.constraint = constraint
+
+    def check(self, value):
+        return None if value is None else self.constraint.check(value)
+
+    def __str__(self):
+        return f"None or {self.constraint}"
+
+
+class Satisfies(Constraint):
+    """A structured value the other constraints cannot say (a pair of arrays, a tagged
+    tuple): ``convert(value)`` returns the value to store, or raises ``TypeError`` (wrong
+    kind) or ``ValueError`` (right kind, wrong content) with a detail; ``description`` names
+    the set."""
+
+    def __init__(self, convert: Callable[[Any], Any], description: str):
+        self.convert, self.description = convert, description
+
+    def check(self, value):
+        return self.convert(value)
+
+    def __str__(self):
+        return self.description
+
+
+def _alternatives(constraints) -> str:
+    words = [str(c) for c in constraints]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
+
+
+class Option:
+    """One solver option: ``Option(default, *constraints, doc="", renamed_from=())``.
+
+    A value is valid when one of ``constraints`` takes it (e.g. ``Option(True, Boolean(),
+    Interval(Real, 0, 1, closed="right"))``); the default must be valid (checked here, so a
+    table cannot declare what it would refuse). ``renamed_from`` lists former names that
+    still work, with a ``DeprecationWarning`` naming this option (see
+    :func:`validate_options`).
+    """
+
+    __slots__ = ("default", "constraints", "doc", "renamed_from")
+
+    def __init__(self, default, *constraints: Constraint, doc: str = "", renamed_from=()):
+        if not constraints or not all(isinstance(c, Constraint) for c in constraints):
+            raise TypeError(f"Option needs one or more Constraint objects, got {constraints!r}")
+        self.constraints = constraints
+        self.doc = doc
+        self.renamed_from = ((renamed_from,) if isinstance(renamed_from, str)
+                             else tuple(renamed_from))
+        self.default = self.validate(default, "Option", "default")
+
+    def validate(self, value, owner: str, name: str):
+        """The value to store for option ``name`` of ``owner`` (a solver's name), or a
+        ``TypeError`` (no constraint takes its kind) / ``ValueError`` (outside every set of
+        its kind) naming the owner, the option, the value and what is allowed."""
+        kind, details = TypeError, []
+        for c in self.constraints:
+            try:
+                return c.check(value)
+            except ValueError as exc:
+                kind = ValueError
+                details.append(str(exc))
+            except TypeError as exc:
+                details.append(str(exc))
+        detail = "; ".join(d for d in details if d)
+        allowed = _alternatives(self.constraints)
+        raise kind(f"{owner} option {name}={_short(value)}: must be {allowed}"
+                   + (f" ({detail})" if detail else ""))
+
+    def replace(self, **changes) -> "Option":
+        """A copy with some fields changed (e.g. another ``default``)."""
+        fields = {k: getattr(self, k) for k in self.__slots__ if k != "constraints"}
+        fields.update(changes)
+        constraints = fields.pop("constraints", self.constraints)
+        default = fields.pop("default")
+        return Option(default, *constraints, **fields)
+
+    def __repr__(self):
+        return f"Option({self.default!r}, {_alternatives(self.constraints)!r})"
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _outside_package_stacklevel() -> int:
+    """The ``stacklevel`` for ``warnings.warn`` called by the caller of this function that
+    points at the first frame outside nsopt (the user's line, however deep the call)."""
+    frame, level = sys._getframe(1), 1  # the frame that calls warnings.warn is level 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def validate_options(owner: str, table: dict, given: dict) -> tuple[dict, dict]:
+    """Check the options ``given`` to ``owner`` against ``table`` (name -> :class:`Option`).
+
+    A former name of an option (``Option.renamed_from``) is translated with one
+    ``DeprecationWarning`` naming the new one; passing both is a ``TypeError``, as is an
+    unknown name (the message lists the valid ones). Returns ``(config, checked)``: every
+    option's value (the default where none was given) and the given ones alone, under their
+    current names.
+    """
+    renamed = {old: new for new, opt in table.items() for old in opt.renamed_from}
+    given = dict(given)
+    for old in [k for k in given if k in renamed and k not in table]:
+        new = renamed[old]
+        if new in given:
+            raise TypeError(f"{owner} got both {old}= and {new}=; {old!r} is the former name "
+                            f"of {new!r}: pass {new} only")
+        warnings.warn(f"{owner} option {old!r} is deprecated and will be removed: use "
+                      f"{new}={_short(given[old])} instead", DeprecationWarning,
+                      stacklevel=_outside_package_stacklevel())
+        given[new] = given.pop(old)
+    unknown = sorted(set(given) - set(table))
+    if unknown:
+        raise TypeError(f"{owner} got unknown option(s) {unknown}; valid options: {sorted(table)}")
+    checked = {key: table[key].validate(value, owner, key) for key, value in given.items()}
+    config = {key: checked[key] if key in checked else opt.default for key, opt in table.items()}
+    return config, checked
+
+
+def check_planes(value):
+    """Warm-start cutting planes ``(A, b)``: slopes ``A`` (n x d, dense or scipy.sparse,
+    returned as float64 2-D or CSR) and offsets ``b`` (n,), all finite."""
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
+        raise TypeError(f"got {type(value).__name__}, not a pair")
+    A, b = value
+    try:
+        A = (sp.csr_matrix(A, dtype=np.float64) if sp.issparse(A)
+             else np.atleast_2d(as_real_array(A, "A")))
+        b = as_real_array(b, "b").reshape(-1)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(str(exc)) from exc
+    if A.ndim != 2:
+        raise ValueError(f"A has shape {A.shape}, not (n, d)")
+    if A.shape[0] != b.shape[0]:
+        raise ValueError(f"A has {A.shape[0]} rows and b {b.shape[0]} entries")
+    values = A.data if sp.issparse(A) else A
+    if not (_all_finite(values) and _all_finite(b)):
+        raise ValueError("A or b contains NaN or inf")
+    return A, b

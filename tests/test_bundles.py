@@ -159,7 +159,7 @@ def test_lsbmrm_needs_no_more_iterations_than_bmrm():
 # --------------------------------------------------------------------------- proximal BMRM
 def test_prox_bmrm_step_bound_and_certificate():
     J = _hinge(m=400, d=30, seed=12, lam=1e-4)
-    states = list(ProximalBundle(K=0.05, rtol=1e-3, max_iter=2000).iterate(J))
+    states = list(ProximalBundle(max_step=0.05, rtol=1e-3, max_iter=2000).iterate(J))
     tuned = 0
     for prev, cur in zip(states[:-1], states[1:]):
         if cur.n_tunes > prev.n_tunes and cur.alpha > 0:  # a re-tuned step respects the bound
@@ -174,7 +174,7 @@ def test_prox_bmrm_step_bound_and_certificate():
 
 def test_prox_bmrm_sgd_init_and_warm_start():
     J = _hinge(m=400, d=30, seed=13, lam=1e-3)
-    a = nsopt.minimize(J, method="proximal-bundle", init="sgd", rtol=1e-4)
+    a = nsopt.minimize(J, method="proximal-bundle", start="sgd", rtol=1e-4)
     assert a.success
     # x0 near the optimum: the prox term keeps the solver there, so it converges fast
     b = nsopt.minimize(J, method="proximal-bundle", x0=a.x, rtol=1e-4)

@@ -87,7 +87,7 @@ def test_a_priori_bound_every_iteration_fixed_schedule(seed, bias):
     L = exact_lipschitz(X, y, lam)
     D2 = 1 / (2 * m)
     form = saddle_form(J.loss)
-    states = list(ExcessiveGap(adaptive_L=False, lipschitz=L, rtol=1e-15, max_iter=150).iterate(J))
+    states = list(ExcessiveGap(adaptive_lipschitz=False, lipschitz=L, rtol=1e-15, max_iter=150).iterate(J))
     assert len(states) >= 20
     for s in states:
         k = s.iteration
@@ -104,7 +104,7 @@ def test_a_priori_bound_every_iteration_fixed_schedule(seed, bias):
 
 @pytest.mark.parametrize("bias", [False, True], ids=["no-bias", "bias"])
 @pytest.mark.parametrize("seed", range(4))
-def test_adaptive_L_keeps_the_invariant(seed, bias):
+def test_adaptive_lipschitz_keeps_the_invariant(seed, bias):
     """With the backtracking estimate the same proof gives gap_k <= mu_k D2 and the excessive gap."""
     J, X, y = hinge_problem(80, 10, 10 ** -(seed % 3 + 1), seed, bias=bias)
     form = saddle_form(J.loss)
@@ -123,7 +123,7 @@ def test_a_priori_bound_multiclass():
     Z = np.column_stack([form.matvec(e).ravel() for e in np.eye(J.dim)])
     L = np.linalg.norm(Z, 2) ** 2 / lam
     assert form.radius_sq == pytest.approx(0.5 * (1 - 1 / 3) / 60)
-    for s in ExcessiveGap(adaptive_L=False, lipschitz=L, rtol=1e-15, max_iter=100).iterate(J):
+    for s in ExcessiveGap(adaptive_lipschitz=False, lipschitz=L, rtol=1e-15, max_iter=100).iterate(J):
         k = s.iteration
         assert J.value(s.w) - s.lower_bound <= 4 * L * form.radius_sq / ((k + 1) * (k + 2)) * (1 + 1e-9)
         assert smoothed_primal(J, form, s.w, s.mu) <= s.lower_bound + 1e-9
@@ -276,7 +276,7 @@ def test_measured_gap_decays_like_one_over_k_squared(lam, adaptive):
     """Slope of log(gap) against log(k) over the tail of the run: -2 or steeper."""
     X, y = nsopt.datasets.make_sparse_binary(1000, 60, random_state=0)
     J = nsopt.RegularizedRisk(Hinge(X, y), R.L2(), lam)
-    res = ExcessiveGap(adaptive_L=adaptive, rtol=1e-12, max_iter=1500).solve(J)
+    res = ExcessiveGap(adaptive_lipschitz=adaptive, rtol=1e-12, max_iter=1500).solve(J)
     k, gap = res.history["iteration"], res.history["gap"]
     tail = (k >= 150) & (gap > 0)
     slope = np.polyfit(np.log(k[tail]), np.log(gap[tail]), 1)[0]
@@ -330,15 +330,15 @@ def test_fixed_lipschitz_below_the_curvature_is_an_error():
     J, X, y = hinge_problem(60, 5, 1e-2, 0)
     L = exact_lipschitz(X, y, 1e-2)
     with pytest.raises(ValueError, match="lipschitz=.* is below the curvature"):
-        ExcessiveGap(adaptive_L=False, lipschitz=L / 100, max_iter=50).solve(J)
-    # with adaptive_L it is only a first trial
+        ExcessiveGap(adaptive_lipschitz=False, lipschitz=L / 100, max_iter=50).solve(J)
+    # with adaptive_lipschitz it is only a first trial
     res = ExcessiveGap(lipschitz=L / 100, rtol=1e-5).solve(J)
     assert res.success and res.info["n_backtracks"] > 0
 
 
 def test_fixed_schedule_computes_L():
     J, X, y = hinge_problem(60, 5, 1e-2, 0)
-    s = list(ExcessiveGap(adaptive_L=False, max_iter=1).iterate(J))[0]
+    s = list(ExcessiveGap(adaptive_lipschitz=False, max_iter=1).iterate(J))[0]
     assert s.lipschitz == pytest.approx(exact_lipschitz(X, y, 1e-2), rel=1e-6)
     assert s.lipschitz >= exact_lipschitz(X, y, 1e-2)
 
@@ -347,8 +347,8 @@ def test_fixed_schedule_computes_L():
 def test_option_checks(value):
     with pytest.raises((TypeError, ValueError)):
         ExcessiveGap(lipschitz=value)
-    with pytest.raises(TypeError, match="adaptive_L must be True or False"):
-        ExcessiveGap(adaptive_L="yes")
+    with pytest.raises(TypeError, match="adaptive_lipschitz=.yes.: must be True or False"):
+        ExcessiveGap(adaptive_lipschitz="yes")
 
 
 def _problems_without_saddle_form():

@@ -180,7 +180,7 @@ def test_excessive_gap_solves_the_instance_at_once(d, lam, adaptive):
     """From the prox-centre e/d the dual method sits at the optimum: w(e/d) = w*, and the
     gradient of D there is constant, so the projected step does not move."""
     J = corrected(d, lam)
-    res = ExcessiveGap(adaptive_L=adaptive, rtol=0.0, atol=1e-10, max_iter=5).solve(J)
+    res = ExcessiveGap(adaptive_lipschitz=adaptive, rtol=0.0, atol=1e-10, max_iter=5).solve(J)
     assert res.success and res.nit <= 1
     assert abs(res.fun) <= 1e-10 and abs(res.lower_bound) <= 1e-10
     w_star = -hadamard(d) @ np.ones(d) / (math.sqrt(d) * lam * d)

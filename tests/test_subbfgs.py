@@ -79,7 +79,7 @@ def test_toy_plain_bfgs_fails_at_the_second_step():
     the direction at the hinge is not a descent direction; even the B = I retry fails, so the
     run stops at (0, 0.9), recorded as a failure, with status stationary (not success) and an
     eps-subgradient certificate that itself shows the point is not optimal (||g_bar|| >= 1)."""
-    res = nsopt.minimize(toy(), method="subbfgs", x0=np.ones(2), k_max=1, max_iter=10)
+    res = nsopt.minimize(toy(), method="subbfgs", x0=np.ones(2), max_direction_iter=1, max_iter=10)
     assert res.fun == pytest.approx(0.9) and res.nit == 2
     assert res.info["n_failures"] == 1 and res.status is nsopt.Status.STATIONARY
     assert not res.success and res.lower_bound == -math.inf
@@ -317,7 +317,7 @@ def test_stores_two_loop_equals_dense():
 
 def test_curvature_shift_enforces_h():
     """Alg. 1 l. 14 (R29): the stored pair has s^T y / y^T y >= h; w is not changed."""
-    solver = SubBFGS(h=1.0)
+    solver = SubBFGS(inverse_hessian_floor=1.0)
     s, y = np.array([1e-3, 0.0]), np.array([1.0, 0.0])
     store, skipped, shifted = solver._update(DenseInverseHessian.new(2), s, y)
     assert (skipped, shifted) == (0, 1)

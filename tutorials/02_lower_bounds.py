@@ -156,7 +156,7 @@ print(f"BMRM after {res_bmrm.nit + 1} planes: gap = {res_bmrm.gap:.4f} = 1/(2 la
 #
 # $$J(w_k) - D(\alpha_k) \le \frac{4 L D_2}{(k+1)(k+2)}$$
 #
-# at every $k$. The default (`adaptive_L=True`) estimates $L$ along the path by backtracking on a
+# at every $k$. The default (`adaptive_lipschitz=True`) estimates $L$ along the path by backtracking on a
 # checked descent inequality; the same bound holds with its own $\mu_k$, and it is usually much
 # faster because the curvature met along the path is far below $\|YX\|_2^2/\lambda$.
 
@@ -167,7 +167,7 @@ J_svm = nsopt.RegularizedRisk(Hinge(X, y), lam=lam_svm)
 m = X.shape[0]
 L = np.linalg.norm((X.multiply(y[:, None])).toarray(), 2) ** 2 / lam_svm
 runs = {
-    "ExcessiveGap, fixed L": ExcessiveGap(adaptive_L=False, lipschitz=L, rtol=1e-5, max_iter=1000).solve(J_svm),
+    "ExcessiveGap, fixed L": ExcessiveGap(adaptive_lipschitz=False, lipschitz=L, rtol=1e-5, max_iter=1000).solve(J_svm),
     "ExcessiveGap, adaptive L": ExcessiveGap(rtol=1e-5, max_iter=1500).solve(J_svm),
     "BMRM": BMRM(rtol=1e-5, max_iter=1500).solve(J_svm),
 }

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, Callable, Iterator, NamedTuple
+from numbers import Integral, Real
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from .._validation import check_callback, check_positive, check_vector
+from .._validation import (Boolean, Interval, NoneOr, Option, Satisfies, check_callback,
+                           check_vector, validate_options)
 from ..certificate import Certificate, L1DualCertifier, PlaneCertifier
 from ..oracle import (CountingOracle, Evaluation, NonConvexError, Oracle, OracleNumericalError, freeze,
                       rounding_allowance)
@@ -32,92 +34,41 @@ class ProblemNotSupported(TypeError):
     """The solver cannot handle this problem; the message says what it needs."""
 
 
-class Option(NamedTuple):
-    """One solver option: default and a checker returning the validated value."""
-
-    default: Any
-    check: Callable[[Any], Any] | None = None
-    doc: str = ""
-
-
-def _nonneg_int_or_none(name):
-    def check(v):
-        if v is None:
-            return None
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
-            raise ValueError(f"{name} must be a nonnegative integer or None, got {v!r}")
-        return int(v)
-
-    return check
+def _time_share(v):
+    """``("time", share)``: a share of the run time for the dual certifier."""
+    if not isinstance(v, tuple):
+        raise TypeError
+    if len(v) != 2 or not isinstance(v[0], str) or v[0] != "time":
+        raise ValueError
+    return ("time", _SHARE.check(v[1]))
 
 
-def _positive_or_none(name):
-    def check(v):
-        if v is None:
-            return None
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
-            raise ValueError(f"{name} must be > 0 or None, got {v!r}")
-        return float(v)
-
-    return check
-
-
-def positive_int(name, minimum=1):
-    def check(v):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < minimum:
-            raise ValueError(f"{name} must be an integer >= {minimum}, got {v!r}")
-        return int(v)
-
-    return check
-
-
-def in_range(name, lo, hi, lo_open=False, hi_open=False):
-    def check(v):
-        if isinstance(v, bool) or not isinstance(v, (int, float, np.floating)):
-            raise TypeError(f"{name} must be a number, got {type(v).__name__}")
-        v = float(v)
-        ok = (v > lo if lo_open else v >= lo) and (v < hi if hi_open else v <= hi)
-        if not ok:
-            lb, rb = "(" if lo_open else "[", ")" if hi_open else "]"
-            raise ValueError(f"{name} must be in {lb}{lo}, {hi}{rb}, got {v}")
-        return v
-
-    return check
-
-
-def _dual_share(v):
-    """``certify_dual``: a bool, a work share in (0, 1], or ``("time", share)``."""
-    if isinstance(v, (bool, np.bool_)):
-        return bool(v)
-    if isinstance(v, (int, float)) and 0.0 < v <= 1.0:
-        return float(v)
-    if (isinstance(v, tuple) and len(v) == 2 and v[0] == "time"
-            and isinstance(v[1], (int, float)) and 0.0 < v[1] <= 1.0):
-        return ("time", float(v[1]))
-    raise ValueError(f"certify_dual must be True, False, a share in (0, 1] or ('time', share), "
-                     f"got {v!r}")
-
+_SHARE = Interval(Real, 0, 1, closed="right")
 
 COMMON_OPTIONS = {
-    "rtol": Option(1e-3, None, "stop when gap <= rtol * |fun|"),
-    "atol": Option(0.0, None, "stop when gap <= atol"),
-    "max_iter": Option(None, _nonneg_int_or_none("max_iter"), "iteration limit"),
-    "max_time": Option(None, _positive_or_none("max_time"), "wall-clock limit in seconds"),
-    "verbose": Option(False, bool, "print a progress table"),
-    "check_convexity": Option(True, bool,
-                              "compare every oracle answer with the previous plane, the "
-                              "directional derivative and the stated lower_bound; a "
-                              "contradiction stops the run with status nonconvex"),
-    "certify_every": Option(1, positive_int("certify_every"),
-                            "solve the certifier's master dual every this many iterations"),
-    "certify_planes": Option(100, positive_int("certify_planes", 2),
-                             "planes kept by the plane certifier"),
-    "certify_dual": Option(True, _dual_share,
-                           "on L1 + margin losses, also bound by corrected Fenchel dual points "
-                           "(L1DualCertifier): True (at most a quarter of the run's data "
-                           "passes), False, the largest share of the passes in (0, 1] (1 = every "
-                           "iteration), or ('time', share) for a share of the run time "
-                           "(not reproducible)"),
+    "rtol": Option(1e-3, Interval(Real, 0, None, closed="left"),
+                   doc="stop when gap <= rtol * |fun|"),
+    "atol": Option(0.0, Interval(Real, 0, None, closed="left"), doc="stop when gap <= atol"),
+    "max_iter": Option(None, NoneOr(Interval(Integral, 0, None, closed="left")),
+                       doc="iteration limit"),
+    "max_time": Option(None, NoneOr(Interval(Real, 0, math.inf, closed="right")),
+                       doc="wall-clock limit in seconds"),
+    "verbose": Option(False, Boolean(), doc="print a progress table"),
+    "check_convexity": Option(True, Boolean(),
+                              doc="compare every oracle answer with the previous plane, the "
+                                  "directional derivative and the stated lower_bound; a "
+                                  "contradiction stops the run with status nonconvex"),
+    "certify_every": Option(1, Interval(Integral, 1, None, closed="left"),
+                            doc="solve the certifier's master dual every this many iterations"),
+    "certify_planes": Option(100, Interval(Integral, 2, None, closed="left"),
+                             doc="planes kept by the plane certifier"),
+    "certify_dual": Option(True, Boolean(), _SHARE,
+                           Satisfies(_time_share, "('time', share) with share in (0, 1]"),
+                           doc="on L1 + margin losses, also bound by corrected Fenchel dual points "
+                               "(L1DualCertifier): True (at most a quarter of the run's data "
+                               "passes), False, the largest share of the passes in (0, 1] "
+                               "(1 = every iteration), or ('time', share) for a share of the run "
+                               "time (not reproducible)"),
 }
 
 
@@ -217,23 +168,22 @@ class Solver:
     self_certifying: bool = False
     certificate_source: str = "bundle-dual"
 
+    #: the name in option messages (None: the class name)
+    _label: str | None = None
+
     def __init__(self, **options):
-        table = {**COMMON_OPTIONS, **self.options}
-        unknown = sorted(set(options) - set(table))
-        if unknown:
-            raise TypeError(
-                f"{type(self).__name__} got unknown option(s) {unknown}; valid options: {sorted(table)}"
-            )
-        self.config = {}
-        for key, opt in table.items():
-            value = options.get(key, opt.default)
-            self.config[key] = opt.check(value) if (opt.check is not None and key in options) else value
+        # self._options: the options given, validated, under their current names
+        self.config, self._options = validate_options(
+            self._label or type(self).__name__, self.option_table(), options)
         cfg = self.config
-        cfg["rtol"] = check_positive(cfg["rtol"], "rtol", strict=False)
-        cfg["atol"] = check_positive(cfg["atol"], "atol", strict=False)
         if cfg["rtol"] == 0 and cfg["atol"] == 0 and cfg["max_iter"] is None and cfg["max_time"] is None:
             raise ValueError("rtol and atol are both 0 and neither max_iter nor max_time is set: "
                              "the run could never stop; set a tolerance or a limit")
+
+    @classmethod
+    def option_table(cls) -> dict[str, Option]:
+        """Every option this solver takes: the common ones and its own (``options``)."""
+        return {**COMMON_OPTIONS, **cls.options}
 
     def __getattr__(self, key):
         config = self.__dict__.get("config", {})

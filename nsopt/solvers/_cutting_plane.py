@@ -14,58 +14,32 @@ from __future__ import annotations
 
 import math
 import time
+from numbers import Integral, Real
 from typing import NamedTuple
 
 import numpy as np
-import scipy.sparse as sp
 
+from .._validation import Interval, NoneOr, Option, Options, Satisfies, check_planes
 from ..bundle import PlaneBundle
 from ..oracle import freeze
 from ..inner import select
-from ._base import Option, in_range, positive_int
 
 __all__ = ["new_bundle", "add_and_solve", "PLANE_OPTIONS", "Master"]
 
 
-def _inactive_limit(v):
-    return None if v is None else positive_int("remove_inactive")(v)
-
-
-def _max_planes(v):
-    return None if v is None else positive_int("max_planes", 3)(v)
-
-
-def _inner_choice(v):
-    choices = ("auto", "qp", "osqp", "lp", "smooth")
-    if v not in choices:
-        raise ValueError(f"inner must be one of {choices}, got {v!r}")
-    return v
-
-
-def _planes(v):
-    if v is None:
-        return None
-    try:
-        A, b = v
-        A = (sp.csr_matrix(A, dtype=np.float64) if sp.issparse(A)
-             else np.atleast_2d(np.asarray(A, dtype=np.float64)))
-        b = np.asarray(b, dtype=np.float64).reshape(-1)
-    except (TypeError, ValueError) as exc:
-        raise ValueError("planes must be a pair (A, b): slopes (n, d) and offsets (n,)") from exc
-    values = A.data if sp.issparse(A) else A
-    if A.shape[0] != b.shape[0] or not (np.isfinite(values).all() and np.isfinite(b).all()):
-        raise ValueError(f"planes: A has {A.shape[0]} rows and b {b.shape[0]} entries (finite)")
-    return A, b
-
-
 PLANE_OPTIONS = {
-    "inner": Option("auto", _inner_choice, "master-problem backend (nsopt.inner.select)"),
-    "inner_rtol": Option(1e-2, in_range("inner_rtol", 0.0, 1.0, hi_open=True),
-                         "master duality gap target, relative to the outer gap"),
-    "remove_inactive": Option(10, _inactive_limit, "drop planes idle this many iterations"),
-    "max_planes": Option(None, _max_planes, "hard cap on the bundle (aggregation when full)"),
-    "planes": Option(None, _planes, "warm start: cutting planes (A, b) of the same loss, "
-                                    "e.g. Result.info['planes'] of a run at another lam"),
+    "inner": Option("auto", Options(("auto", "qp", "osqp", "lp", "smooth")),
+                    doc="master-problem backend (nsopt.inner.select)"),
+    "inner_rtol": Option(1e-2, Interval(Real, 0, 1, closed="left"),
+                         doc="master duality gap target, relative to the outer gap"),
+    "remove_inactive": Option(10, NoneOr(Interval(Integral, 1, None, closed="left")),
+                              doc="drop planes idle this many iterations (None: never)"),
+    "max_planes": Option(None, NoneOr(Interval(Integral, 3, None, closed="left")),
+                         doc="hard cap on the bundle (aggregation when full)"),
+    "planes": Option(None, NoneOr(Satisfies(check_planes, "a pair (A, b) of finite plane slopes "
+                                                          "A (n x d) and offsets b (n,)")),
+                     doc="warm start: cutting planes (A, b) of the same loss, "
+                         "e.g. Result.info['planes'] of a run at another lam"),
 }
 
 

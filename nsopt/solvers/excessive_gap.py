@@ -22,6 +22,7 @@ simplex per example), the hinge with an unregularized bias (box plus :math:`y^T\
 from __future__ import annotations
 
 import math
+from numbers import Integral, Real
 from typing import Callable, NamedTuple
 
 import numpy as np
@@ -31,7 +32,8 @@ from ..losses._kernels import dot as _serial_dot
 from ..oracle import Oracle
 from ..problem import RegularizedRisk
 from ..regularizers import L2
-from ._base import Option, Solver
+from .._validation import Boolean, Interval, NoneOr, Option
+from ._base import Solver
 from ._registry import register
 
 from ..losses import Hinge
@@ -47,22 +49,6 @@ def _has_saddle_form(loss) -> bool:
 # ----------------------------------------------------------------------------------------
 # the solver
 # ----------------------------------------------------------------------------------------
-def _flag(name):
-    def check(v):
-        if not isinstance(v, (bool, np.bool_)):
-            raise TypeError(f"{name} must be True or False, got {v!r}")
-        return bool(v)
-    return check
-
-
-def _lipschitz_option(v):
-    if v is None:
-        return None
-    if isinstance(v, bool) or not isinstance(v, (int, float, np.floating)) or not v > 0 or not math.isfinite(v):
-        raise ValueError(f"lipschitz must be a finite number > 0 or None, got {v!r}")
-    return float(v)
-
-
 def _dot(a, b) -> float:
     # serial: a threaded BLAS dot on O(m) vectors costs more in wake-ups than in arithmetic
     return float(_serial_dot(np.ravel(a), np.ravel(b)))
@@ -125,12 +111,13 @@ class ExcessiveGap(Solver):
 
     Parameters
     ----------
-    adaptive_L : bool, default True
+    adaptive_lipschitz : bool, default True
         Estimate :math:`L` along the path by backtracking (below). False: the seed's fixed
         schedule with :math:`L = \|Z\|_2^2/\lambda` (``lipschitz``, or computed once).
+        Formerly ``adaptive_L`` (deprecated alias).
     lipschitz : float > 0 or None
-        :math:`L`; with ``adaptive_L`` only the first trial value. A fixed ``lipschitz`` below
-        the curvature met along the path raises ``ValueError``.
+        :math:`L`; with ``adaptive_lipschitz`` only the first trial value. A fixed
+        ``lipschitz`` below the curvature met along the path raises ``ValueError``.
     **common
         ``rtol, atol, max_iter, max_time, verbose`` (see :func:`nsopt.minimize`).
 
@@ -195,8 +182,10 @@ class ExcessiveGap(Solver):
     certificate_source = "excessive-gap"
     history_fields = ("mu", "lipschitz")
     options = {
-        "adaptive_L": Option(True, _flag("adaptive_L"), "estimate L by backtracking"),
-        "lipschitz": Option(None, _lipschitz_option, "Lipschitz constant of grad D (or first trial)"),
+        "adaptive_lipschitz": Option(True, Boolean(), doc="estimate L by backtracking",
+                                     renamed_from="adaptive_L"),
+        "lipschitz": Option(None, NoneOr(Interval(Real, 0, None, closed="neither")),
+                            doc="Lipschitz constant of grad D (or first trial)"),
     }
 
     _shrink = 0.9  # adaptive L: the next trial is max(_shrink * L, measured curvature)
@@ -266,12 +255,13 @@ class ExcessiveGap(Solver):
     def _too_small(self, L, curvature):
         return ValueError(
             f"lipschitz={L:.6g} is below the curvature of the dual met along the path "
-            f"({curvature:.6g}); it must be >= ||Z||^2 / lam. Omit lipschitz, or use adaptive_L=True"
+            f"({curvature:.6g}); it must be >= ||Z||^2 / lam. Omit lipschitz, or use "
+            "adaptive_lipschitz=True"
         )
 
     def init(self, problem, x0):
         form, lam = saddle_form(problem.loss), problem.lam
-        fixed = not self.adaptive_L
+        fixed = not self.adaptive_lipschitz
         problem.evaluate(x0)                                 # an upper bound; not the start
         center = form.center                                 # [SZV09, Alg. 1, l. 1]: alpha_{-1}
         zt_c = form.rmatvec(center)
@@ -301,7 +291,7 @@ class ExcessiveGap(Solver):
         )
 
     def step(self, problem, s):
-        form, lam, fixed = s.form, problem.lam, not self.adaptive_L
+        form, lam, fixed = s.form, problem.lam, not self.adaptive_lipschitz
         a_mu = form.project(form.center + s.residual / s.mu)          # alpha_mu(w_k), eq. (23)
         zt_mu = form.rmatvec(a_mu)
         zt_alpha = -s.a_bar
@@ -414,7 +404,7 @@ def pragam_with_bias(X, y, lam, *, sample_weight=None, callback=None, **options)
     (:math:`c_i = 1/m`, or the normalised ``sample_weight``). The dual set is the box
     :math:`[0, c]` with :math:`y^T\alpha = 0` ([SZV09]_ eq. 22), projected in O(m)
     (:func:`nsopt.inner._box_equality.project_box_equality`). ``options`` are those of
-    :class:`ExcessiveGap` (``rtol``, ``max_iter``, ``adaptive_L``, ...).
+    :class:`ExcessiveGap` (``rtol``, ``max_iter``, ``adaptive_lipschitz``, ...).
 
     Returns
     -------

@@ -9,18 +9,16 @@ form of eq. (14).
 from __future__ import annotations
 
 import math
+from numbers import Integral, Real
 from typing import NamedTuple
 
 import numpy as np
 
 from ..bundle import PlaneBundle
-from ._base import Option, Solver, positive_int
+from .._validation import Boolean, Interval, NoneOr, Option
+from ._base import Solver
 from ._cutting_plane import PLANE_OPTIONS, add_and_solve, master_solver, new_bundle
 from ._registry import register
-
-
-def _bundle_size(v):
-    return None if v is None else positive_int("bundle_size", 2)(v)
 
 
 @register
@@ -71,8 +69,9 @@ class KBundle(Solver):
     history_fields = ("n_planes",)
     options = {
         **{k: v for k, v in PLANE_OPTIONS.items() if k != "max_planes"},
-        "bundle_size": Option(10, _bundle_size),
-        "closed_form": Option(True, bool),
+        "bundle_size": Option(10, NoneOr(Interval(Integral, 2, None, closed="left")),
+                              doc="planes kept (None: all, with remove_inactive)"),
+        "closed_form": Option(True, Boolean(), doc="closed-form step for k = 2 with L2"),
     }
 
     class State(NamedTuple):

@@ -10,12 +10,14 @@ r"""LS-BMRM: BMRM with a line search ([TVSL10]_ Alg. 3; OCAS generalised).
 from __future__ import annotations
 
 import math
+from numbers import Integral, Real
 from typing import NamedTuple
 
 import numpy as np
 
 from ..bundle import PlaneBundle
-from ._base import Option, Solver, in_range
+from .._validation import Boolean, Interval, Option
+from ._base import Solver
 from ._cutting_plane import PLANE_OPTIONS, add_and_solve, bundle_planes, master_solver, new_bundle
 from ._registry import register
 from ..linesearch import exact_line_search
@@ -32,9 +34,10 @@ class LSBMRM(Solver):
 
     Parameters
     ----------
-    theta : float in (0, 1], default 0.9
-        Where to query between the best point and the master minimiser (0.9 "works well in
-        practice", Franc & Sonnenburg).
+    query_fraction : float in (0, 1], default 0.9
+        :math:`\theta`: how far from the best point towards the master minimiser the oracle
+        is queried (0.9 "works well in practice", Franc & Sonnenburg). Formerly ``theta``
+        (deprecated alias).
     line_search : bool, default True
         ``False`` takes :math:`\eta_t = 1`, which reproduces BMRM's iterates (requirement C6).
     inner, inner_rtol, remove_inactive, max_planes
@@ -70,8 +73,10 @@ class LSBMRM(Solver):
     history_fields = ("n_planes", "inner_time", "eta")
     options = {
         **PLANE_OPTIONS,
-        "theta": Option(0.9, in_range("theta", 0.0, 1.0, lo_open=True)),
-        "line_search": Option(True, bool),
+        "query_fraction": Option(0.9, Interval(Real, 0, 1, closed="right"),
+                                 doc="theta: where to query between the best point (0) and "
+                                     "the master minimiser (1)", renamed_from="theta"),
+        "line_search": Option(True, Boolean(), doc="False: BMRM's iterates (eta = 1)"),
     }
 
     class State(NamedTuple):
@@ -127,7 +132,8 @@ class LSBMRM(Solver):
         else:
             w_b = w_t
             fun_b = math.inf  # unknown until queried: BMRM's iterate
-        w_c = w_t if not self.line_search else (1.0 - self.theta) * w_b + self.theta * w_t  # l. 9
+        theta = self.query_fraction
+        w_c = w_t if not self.line_search else (1.0 - theta) * w_b + theta * w_t        # l. 9
         improved = m.dual_value >= s.lower_bound
         return self.State(
             w_master=w_t, w_best=w_b if math.isfinite(fun_b) else None, fun_best=fun_b,

@@ -12,6 +12,7 @@ variable :math:`w - c` (:func:`_prox_master`).
 from __future__ import annotations
 
 import math
+from numbers import Integral, Real
 from typing import NamedTuple
 
 import numpy as np
@@ -21,7 +22,8 @@ from ..certificate import OraclePlanes, zero_aggregate
 from ..inner import QPSimplex
 from ..problem import RegularizedRisk, as_problem
 from ..regularizers import L2
-from ._base import COMMON_OPTIONS, Option, Solver, in_range, positive_int
+from .._validation import Interval, NoneOr, Option, Options
+from ._base import Solver
 from ._start import sgd_start
 from ._cutting_plane import PLANE_OPTIONS, add_and_solve, bundle_planes, master_solver, new_bundle
 from ._registry import register
@@ -55,10 +57,8 @@ def _prox_master(bundle, master, lam, u, centre, warm, tol, deadline=None):
     return sol, sol.w + shift
 
 
-def _variant(v):
-    if v not in ("auto", "proximal", "trust-region"):
-        raise ValueError(f"variant must be 'auto', 'proximal' or 'trust-region', got {v!r}")
-    return v
+_VARIANT = Option("auto", Options(("auto", "proximal", "trust-region")),
+                  doc="which proximal bundle method (auto: from the problem)")
 
 
 @register
@@ -76,8 +76,9 @@ class ProximalBundle(Solver):
 
     def __new__(cls, variant: str = "auto", **options):
         if cls is ProximalBundle:
+            variant = _VARIANT.validate(variant, "ProximalBundle", "variant")
             cls = {"auto": _AutoProximalBundle, "proximal": ProxBMRM,
-                   "trust-region": TrustRegionBundle}[_variant(variant)]
+                   "trust-region": TrustRegionBundle}[variant]
         return super().__new__(cls)
 
     def __init__(self, variant: str = "auto", **options):
@@ -99,8 +100,9 @@ class ProxBMRM(ProximalBundle):
 
     The prox weight :math:`\alpha_t` is kept while the objective decreases by at least
     :math:`\gamma`; otherwise it is re-tuned to the smallest :math:`\alpha \in \{0\} \cup
-    \{\lambda 2^k\}` whose step stays within ``K`` of :math:`w_t`, and :math:`\gamma` is reset to
-    :math:`J(w_{t+1})/T - J_t(w^0_{t+1})/(T(1-\epsilon))` ([UF12]_ Alg. 2, eq. 11).
+    \{\lambda 2^k\}` whose step stays within :math:`K` (``max_step``) of :math:`w_t`, and
+    :math:`\gamma` is reset to :math:`J(w_{t+1})/T - J_t(w^0_{t+1})/(T(1-\epsilon))` with
+    :math:`T` = ``retune_every`` ([UF12]_ Alg. 2, eq. 11).
 
     Parameters
     ----------
@@ -111,16 +113,29 @@ class ProxBMRM(ProximalBundle):
         P times larger. Needs a loss with ``group_value_and_subgradients``: scalar, vector and
         structured losses split their examples, :class:`~nsopt.losses.NDCG` its queries (P at
         most the number of queries); one oracle call still gives all P planes.
-    K : float or None
-        Step bound; default ``0.01 ||w_1||``, or 0.4 when ``w_1 = 0`` (SHOGUN's rule).
-    T : int, default 100
-        Iterations without re-tuning after which the decrease rule forces a re-tune.
-    init : {"zeros", "sgd"}
+    max_step : float > 0 or None
+        :math:`K`, the step bound of the re-tuning; None: ``0.01 ||w_1||``, or 0.4 when
+        ``w_1 = 0`` (SHOGUN's rule). Formerly ``K`` (deprecated alias).
+    retune_every : int >= 1, default 100
+        :math:`T`: the decrease threshold :math:`\gamma` asks for a :math:`1/T` share of the
+        objective per iteration, so after about ``retune_every`` iterations without re-tuning
+        the decrease rule forces one. Formerly ``T`` (deprecated alias).
+    start : {"zeros", "sgd"}, default "zeros"
         Starting point when ``x0`` is not given: the regularizer's minimiser, or the best
-        of ``sgd_passes`` passes of mini-batch SGD ([UF12]_ Sec. 3.2).
-    sgd_passes : int, default 10
-    inner_rtol, remove_inactive, max_planes
-        As in :class:`~nsopt.solvers.BMRM`.
+        of ``sgd_passes`` passes of mini-batch SGD ([UF12]_ Sec. 3.2). Formerly ``init``
+        (deprecated alias).
+    sgd_passes : int >= 1, default 10
+        Passes of SGD for ``start="sgd"``.
+    alpha_max : float > 0, default 2**40
+        The largest prox weight :math:`\alpha` the re-tuning's doubling tries.
+    inner : {"auto", "qp", "osqp", "smooth"}, default "auto"
+        Backend of both master problems (the prox one and the :math:`\alpha = 0` one of the
+        certificate), which are L2 quadratic programs whatever the backend: ``"auto"`` and
+        ``"qp"`` are :class:`~nsopt.inner.QPSimplex`, ``"osqp"`` OSQP, ``"smooth"`` projected
+        FISTA (see :mod:`nsopt.inner`).
+    inner_rtol, remove_inactive, max_planes, planes
+        As in :class:`~nsopt.solvers.BMRM` (``inner_rtol`` applies to the certificate's
+        master problem; the prox master is solved to the backend's default accuracy).
 
     Notes
     -----
@@ -136,7 +151,7 @@ class ProxBMRM(ProximalBundle):
     scaling (:math:`\lambda \ge 1`); with nsopt's mean loss (:math:`\lambda` = the paper's
     :math:`\lambda / m`) a fixed :math:`\alpha \ge 1` would swamp :math:`\lambda` and freeze
     the iterates, so the grid is :math:`\{0\} \cup \{\lambda 2^k, k \ge -10\}`, searched by
-    doubling from the previous value, then halving while the step stays within ``K``
+    doubling from the previous value, then halving while the step stays within ``max_step``
     (SHOGUN's search).
 
     Certificate: the :math:`\alpha = 0` master problem (plain BMRM over the same planes) is
@@ -156,13 +171,25 @@ class ProxBMRM(ProximalBundle):
     history_fields = ("n_planes", "alpha")
     options = {
         **PLANE_OPTIONS,
-        "n_models": Option(1, positive_int("n_models")),
-        "K": Option(None, lambda v: None if v is None else in_range("K", 0.0, math.inf, lo_open=True)(v)),
-        "T": Option(100, positive_int("T")),
-        "init": Option("zeros", lambda v: v if v in ("zeros", "sgd") else (_ for _ in ()).throw(
-            ValueError(f"init must be 'zeros' or 'sgd', got {v!r}"))),
-        "sgd_passes": Option(10, positive_int("sgd_passes")),
-        "alpha_max": Option(2.0 ** 40, in_range("alpha_max", 0.0, math.inf, lo_open=True)),
+        # both master problems (the prox one and the alpha = 0 one) are L2 quadratic programs
+        "inner": PLANE_OPTIONS["inner"].replace(
+            constraints=(Options(("auto", "qp", "osqp", "smooth")),),
+            doc="backend of the (L2) master problems"),
+        "n_models": Option(1, Interval(Integral, 1, None, closed="left"),
+                           doc="cutting-plane models, one per group of examples (P-BMRM)"),
+        "max_step": Option(None, NoneOr(Interval(Real, 0, None, closed="neither")),
+                           doc="step bound K (None: 0.01 ||w_1||, or 0.4 when w_1 = 0)",
+                           renamed_from="K"),
+        "retune_every": Option(100, Interval(Integral, 1, None, closed="left"),
+                               doc="T: iterations after which the decrease rule forces a re-tune",
+                               renamed_from="T"),
+        "start": Option("zeros", Options(("zeros", "sgd")),
+                        doc="start without x0: the regularizer's minimiser or SGD",
+                        renamed_from="init"),
+        "sgd_passes": Option(10, Interval(Integral, 1, None, closed="left"),
+                             doc="SGD passes for the sgd start"),
+        "alpha_max": Option(2.0 ** 40, Interval(Real, 0, None, closed="neither"),
+                            doc="largest prox weight alpha the re-tuning tries"),
     }
 
     class State(NamedTuple):
@@ -195,18 +222,19 @@ class ProxBMRM(ProximalBundle):
         return None
 
     def init(self, problem, x0):
-        if self.config["init"] == "sgd" and not np.any(x0):
+        if self.start == "sgd" and not np.any(x0):
             x0 = sgd_start(problem, passes=self.sgd_passes)
         bundle = new_bundle(problem, planes=self.planes, n_models=self.n_models)
         norm = float(np.linalg.norm(x0))
-        K = self.K if self.K is not None else (0.01 * norm if norm > 0 else 0.4)
+        K = self.max_step if self.max_step is not None else (0.01 * norm if norm > 0 else 0.4)
         ev, groups = self._evaluate(problem, x0)
-        m = add_and_solve(problem, bundle, np.zeros(bundle.n), ev, master_solver(problem, "qp"),
+        master = master_solver(problem, self.inner)
+        m = add_and_solve(problem, bundle, np.zeros(bundle.n), ev, master,
                           outer_gap=math.inf, inner_rtol=self.inner_rtol, groups=groups)
         return self.State(w=x0, fun=ev.fun, fun_best=ev.fun, lower_bound=m.dual_value,
                           a_bar=m.a_bar, b_bar=m.b_bar, evidence=m.evidence, alpha=0.0,
                           gamma=math.inf, retune=True,
-                          beta0=m.alpha, beta=None, K=K, bundle=bundle, master=QPSimplex(),
+                          beta0=m.alpha, beta=None, K=K, bundle=bundle, master=master,
                           n_planes=bundle.n, n_tunes=0)
 
     def _evaluate(self, problem, w):
@@ -261,7 +289,8 @@ class ProxBMRM(ProximalBundle):
         gamma = s.gamma
         if tuned:                                                        # eq. (11)
             eps = self.rtol
-            gamma = ev.fun / self.T - m.dual_value / (self.T * (1.0 - eps))
+            T = self.retune_every
+            gamma = ev.fun / T - m.dual_value / (T * (1.0 - eps))
         retune = (s.fun - ev.fun) < gamma                                # l. 4
         return self.State(w=ev.w, fun=ev.fun, fun_best=fun_best, lower_bound=m.dual_value,
                           a_bar=m.a_bar, b_bar=m.b_bar, evidence=m.evidence, alpha=alpha,
@@ -291,8 +320,9 @@ class TrustRegionBundle(ProximalBundle):
 
     Parameters
     ----------
-    step0 : float, default 1.0
-        Length of the first step (``u_0 = ||g_0|| / step0``).
+    initial_step : float > 0, default 1.0
+        Length of the first step (``u_0 = ||g_0|| / initial_step``). Formerly ``step0``
+        (deprecated alias).
     descent : float in (0, 1), default 0.1
         ``m`` of the serious-step test.
     radius : float or None
@@ -303,7 +333,7 @@ class TrustRegionBundle(ProximalBundle):
     max_planes : int, default 50
         Bundle cap; when full, zero-multiplier planes go and old ones are aggregated (Kiwiel's
         aggregation keeps the convergence proof).
-    remove_inactive, inner_rtol
+    remove_inactive
         As in :class:`~nsopt.solvers.BMRM`.
 
     Notes
@@ -344,12 +374,14 @@ class TrustRegionBundle(ProximalBundle):
     certificate_source = "eps-subgradient"  # radius bound, or a flat aggregate plane
     history_fields = ("n_planes", "u", "serious")
     options = {
-        "inner_rtol": PLANE_OPTIONS["inner_rtol"],
         "remove_inactive": PLANE_OPTIONS["remove_inactive"],
-        "max_planes": Option(50, PLANE_OPTIONS["max_planes"].check),
-        "step0": Option(1.0, in_range("step0", 0.0, math.inf, lo_open=True)),
-        "descent": Option(0.1, in_range("descent", 0.0, 1.0, lo_open=True, hi_open=True)),
-        "radius": Option(None, lambda v: None if v is None else in_range("radius", 0.0, math.inf)(v)),
+        "max_planes": PLANE_OPTIONS["max_planes"].replace(default=50),
+        "initial_step": Option(1.0, Interval(Real, 0, None, closed="neither"),
+                               doc="length of the first step", renamed_from="step0"),
+        "descent": Option(0.1, Interval(Real, 0, 1, closed="neither"),
+                          doc="m of the serious-step test"),
+        "radius": Option(None, NoneOr(Interval(Real, 0, None, closed="left")),
+                         doc="bound on the norm of a minimiser (gives a lower bound)"),
     }
 
     class State(NamedTuple):
@@ -381,7 +413,7 @@ class TrustRegionBundle(ProximalBundle):
         ev = problem.evaluate(x0)
         bundle.add_at(ev.w, ev.fun, ev.subgradient)
         gnorm = float(np.linalg.norm(ev.subgradient))
-        u = max(gnorm, 1e-12) / self.step0
+        u = max(gnorm, 1e-12) / self.initial_step
         s = self.State(centre=ev.w, fun_centre=ev.fun, x=ev.w, u=u, delta=math.inf,
                        linearization_error=0.0, subgradient_norm=gnorm, lower_bound=-math.inf,
                        evidence=None, stationary=False, beta=np.ones(1), bundle=bundle, master=QPSimplex(),
@@ -496,21 +528,18 @@ class _AutoProximalBundle(ProximalBundle):
     options given; an option the chosen variant does not have is an error, never ignored."""
 
     options = {**TrustRegionBundle.options, **ProxBMRM.options}  # validation of either's
-
-    def __init__(self, variant: str = "auto", **options):
-        super().__init__(variant, **options)
-        self._given = dict(options)
+    _label = "ProximalBundle"
 
     def choose(self, problem) -> Solver:
         """The solver of the variant that fits ``problem``, configured with the given options."""
         cls = ProxBMRM if ProxBMRM.unsupported_reason(as_problem(problem)) is None else TrustRegionBundle
-        valid = set(COMMON_OPTIONS) | set(cls.options)
-        foreign = sorted(set(self._given) - valid)
+        table = cls.option_table()
+        foreign = sorted(set(self._options) - set(table))
         if foreign:
             variant = "proximal" if cls is ProxBMRM else "trust-region"
             raise TypeError(f"option(s) {foreign} do not apply to the {variant!r} variant that "
-                            f"this problem takes; its options: {sorted(cls.options)}")
-        return cls(**self._given)
+                            f"this problem takes; its options: {sorted(table)}")
+        return cls(**self._options)
 
     def run(self, problem, x0=None, callback=None):
         return self.choose(problem).run(problem, x0, callback)

@@ -20,6 +20,7 @@ On ``RegularizedRisk(Logistic, L1, lam)`` ``SubLBFGS`` runs the paper's OWL-QN* 
 from __future__ import annotations
 
 import math
+from numbers import Integral, Real
 from typing import NamedTuple
 
 import numpy as np
@@ -27,19 +28,12 @@ import numpy as np
 from ..certificate import OraclePlanes, zero_aggregate
 from ..linesearch import exact_line_search, wolfe_line_search
 from ..problem import RegularizedRisk
-from ._base import Option, Solver, in_range, positive_int
+from .._validation import Interval, NoneOr, Option, Options
+from ._base import Solver
 from ._registry import register
 
 __all__ = ["SubBFGS", "SubLBFGS", "descent_direction", "DescentDirection",
            "DenseInverseHessian", "LBFGSInverseHessian"]
-
-
-def _choice(name, values):
-    def check(v):
-        if v not in values:
-            raise ValueError(f"{name} must be one of {sorted(values)}, got {v!r}")
-        return v
-    return check
 
 
 # ----------------------------------------------------------------------------------------
@@ -285,15 +279,17 @@ class SubBFGS(Solver):
     initial_epsilon : float >= 0 or None
         Tolerance at the starting point only (the paper uses 1.0 at :math:`w = 0` for
         multiclass and multilabel hinge losses, Sec. 8.1); None means ``epsilon``.
-    k_max : int >= 1, default 100
-        Algorithm 2's iteration limit (at most ``k_max - 1`` passes per iteration, null steps
+    max_direction_iter : int >= 1, default 100
+        Algorithm 2's iteration limit :math:`k_{max}` (at most ``max_direction_iter - 1``
+        passes per iteration, null steps
         included; 1 gives plain BFGS's direction :math:`-B_tg_t`). The paper gives none; the
         authors' early code used 1000; 100 bounds the cost of a failing search (each pass is
         one oracle call): on a 500 x 20 hinge-L2 problem subLBFGS needed 4.6k oracle calls to
-        a 1e-6 gap with 100, 60k with 1000.
-    h : float > 0, default 1e-8
-        Lower bound on :math:`s^Ty/y^Ty` enforced by shifting the stored :math:`s` (Alg. 1,
-        l. 14; the paper's value).
+        a 1e-6 gap with 100, 60k with 1000. Formerly ``k_max`` (deprecated alias).
+    inverse_hessian_floor : float > 0, default 1e-8
+        :math:`h`, the floor on the spectrum of :math:`B_t` ([YVGS10]_ eqs. 28-29): a lower
+        bound on :math:`s^Ty/y^Ty` enforced by shifting the stored :math:`s` (Alg. 1, l. 14;
+        the paper's value). Formerly ``h`` (deprecated alias).
     c1, c2 : float, 0 < c1 < c2 < 1, default 1e-4, 0.9
         Subgradient Wolfe constants. ``c1`` is the paper's; ``c2`` is not given (the usual
         quasi-Newton value). With an exact line search (23) is only checked and counted.
@@ -385,17 +381,27 @@ class SubBFGS(Solver):
     history_fields = ("eta", "n_inner", "n_failures", "n_null_steps")
     _store = DenseInverseHessian
     options = {
-        "epsilon": Option(1e-5, in_range("epsilon", 0.0, math.inf)),
-        "initial_epsilon": Option(None, lambda v: None if v is None else in_range("initial_epsilon", 0.0, math.inf)(v)),
-        "k_max": Option(100, positive_int("k_max")),
-        "h": Option(1e-8, in_range("h", 0.0, math.inf, lo_open=True)),
-        "c1": Option(1e-4, in_range("c1", 0.0, 1.0, lo_open=True, hi_open=True)),
-        "c2": Option(0.9, in_range("c2", 0.0, 1.0, lo_open=True, hi_open=True)),
-        "line_search": Option("auto", _choice("line_search", {"auto", "exact", "wolfe"})),
-        "initial_scaling": Option("identity", _choice("initial_scaling", {"identity", "gamma"})),
-        "curvature_subgradient": Option("argsup", _choice("curvature_subgradient", {"argsup", "oracle"})),
-        "gtol": Option(1e-8, in_range("gtol", 0.0, math.inf)),
-        "kink_tol": Option(1e-10, in_range("kink_tol", 0.0, 1.0)),
+        "epsilon": Option(1e-5, Interval(Real, 0, None, closed="left"),
+                          doc="Alg. 2's tolerance on the direction's slope"),
+        "initial_epsilon": Option(None, NoneOr(Interval(Real, 0, None, closed="left")),
+                                  doc="epsilon of the first iteration (None: epsilon)"),
+        "max_direction_iter": Option(100, Interval(Integral, 1, None, closed="left"),
+                                     doc="k_max: Alg. 2's iteration limit per direction",
+                                     renamed_from="k_max"),
+        "inverse_hessian_floor": Option(1e-8, Interval(Real, 0, None, closed="neither"),
+                                        doc="h: lower bound on s^Ty / y^Ty (Alg. 1, l. 14)",
+                                        renamed_from="h"),
+        "c1": Option(1e-4, Interval(Real, 0, 1, closed="neither"), doc="Armijo constant"),
+        "c2": Option(0.9, Interval(Real, 0, 1, closed="neither"), doc="curvature constant"),
+        "line_search": Option("auto", Options(("auto", "exact", "wolfe")),
+                              doc="exact where the line knows its kinks, else Wolfe"),
+        "initial_scaling": Option("identity", Options(("identity", "gamma")), doc="B_0"),
+        "curvature_subgradient": Option("argsup", Options(("argsup", "oracle")),
+                                        doc="g_{t+1} of the curvature pair"),
+        "gtol": Option(1e-8, Interval(Real, 0, None, closed="left"),
+                       doc="stop when ||g_bar|| <= gtol (no certificate)"),
+        "kink_tol": Option(1e-10, Interval(Real, 0, 1, closed="both"),
+                           doc="relative distance within which points count as the same kink"),
     }
 
     class State(NamedTuple):
@@ -517,9 +523,10 @@ class SubBFGS(Solver):
         if not (sy > 0 and math.isfinite(sy)):
             return store, 1, 0
         yy = float(y @ y)
-        shifted = sy / yy < self.h
+        h = self.inverse_hessian_floor
+        shifted = sy / yy < h
         if shifted:                                                    # l. 14
-            s_vec = s_vec + (self.h - sy / yy) * y
+            s_vec = s_vec + (h - sy / yy) * y
         return store.update(s_vec, y), 0, int(shifted)
 
     def _line_search(self, problem, w, f0, p, slope, eta0=1.0):
@@ -558,7 +565,7 @@ class SubBFGS(Solver):
         scale = max(1.0, float(np.abs(w).max(initial=0.0)))
         try:
             while True:
-                alg.run(problem, w, eps, self.k_max)
+                alg.run(problem, w, eps, self.max_direction_iter)
                 d = alg.result()
                 if not d.success:
                     return _Stuck(alg.g_bar, alg.lin_err, alg.recipe)
@@ -573,7 +580,7 @@ class SubBFGS(Solver):
                     if ls.exact and not ls.value <= f0 + self.c1 * ls.eta * d.slope:
                         counts["n_armijo_violations"] += 1
                     return d, ls, alg.best[4]
-                if alg.n_inner + 1 >= self.k_max:
+                if alg.n_inner + 1 >= self.max_direction_iter:
                     return _Stuck(alg.g_bar, alg.lin_err, alg.recipe)
                 # null step: probe the far side of the kinks within reach of w; its subgradient
                 # g at w' = w + r p has linearization error J(w) - J(w') + r g^T p at w
@@ -666,8 +673,10 @@ class SubLBFGS(SubBFGS):
     _store = LBFGSInverseHessian
     options = {
         **SubBFGS.options,
-        "memory": Option(15, positive_int("memory")),
-        "owlqn_variant": Option("owlqn*", _choice("owlqn_variant", {"owlqn*", "owlqn", "none"})),
+        "memory": Option(15, Interval(Integral, 1, None, closed="left"),
+                         doc="curvature pairs kept"),
+        "owlqn_variant": Option("owlqn*", Options(("owlqn*", "owlqn", "none")),
+                                doc="OWL-QN mode on L1 with a differentiable loss"),
     }
 
     def _mode(self, problem):
@@ -688,7 +697,8 @@ class SubLBFGS(SubBFGS):
             if s.mode == "owlqn":
                 p = -store.dot(g_ow)
             else:                                                      # Alg. 2 from g_ow
-                d = descent_direction(problem, w, g_ow, store, self.epsilon, self.k_max)
+                d = descent_direction(problem, w, g_ow, store, self.epsilon,
+                                      self.max_direction_iter)
                 counts["n_inner"] += d.n_inner
                 p = d.p
             # [AG07] projection pi: keep p_j only where it agrees in sign with -g_ow; then
