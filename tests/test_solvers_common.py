@@ -1,7 +1,9 @@
-"""Every solver in nsopt.solvers.SOLVERS, on every catalogue problem it supports.
+"""Every solver in nsopt.solvers.SOLVERS, on every catalogue problem (tests/catalogue.py).
 
-New solvers join automatically; known gaps live in UNSUPPORTED with a reason (strict xfail,
-so a solver that gains support fails until its entry goes)."""
+New solvers join automatically. Two tables, both strict: UNSUPPORTED lists known gaps on
+problems a solver accepts (xfail with the reason), DECLARED_UNSUPPORTED every pair a solver
+refuses with ProblemNotSupported. A solver that gains support for a pair in either table, or
+refuses a pair missing from DECLARED_UNSUPPORTED, fails until the table is updated."""
 import math
 
 import numpy as np
@@ -9,52 +11,33 @@ import pytest
 
 import nsopt
 from nsopt import regularizers as R
-from nsopt.losses import Hinge, Logistic, MulticlassHinge, SquaredHinge
+from nsopt.losses import Hinge
 from nsopt.solvers import SOLVERS, ProblemNotSupported
 
-from cvxref import cvxpy_multiclass_hinge, cvxpy_optimum, small_binary, small_multiclass
+from catalogue import CATALOGUE
+from cvxref import small_binary
 
-
-class Case:
-    def __init__(self, name, loss_cls, reg, lam, sparse=False, m=120, d=8, seed=0):
-        self.name, self.loss_cls, self.reg, self.lam = name, loss_cls, reg, lam
-        self.sparse, self.m, self.d, self.seed = sparse, m, d, seed
-
-    def __str__(self):
-        return self.name
-
-    def data(self):
-        if self.loss_cls is MulticlassHinge:
-            return small_multiclass(self.m, self.d, 3, self.seed)
-        return small_binary(self.m, self.d, self.seed, sparse=self.sparse)
-
-    def problem(self):
-        X, y = self.data()
-        return nsopt.RegularizedRisk(self.loss_cls(X, y), self.reg, self.lam)
-
-    def f_star(self, _cache={}):
-        key = self.name
-        if key not in _cache:
-            X, y = self.data()
-            if self.loss_cls is MulticlassHinge:
-                _cache[key] = cvxpy_multiclass_hinge(X, y, 3, self.reg, self.lam)
-            else:
-                _cache[key] = cvxpy_optimum(X, y, self.loss_cls.__name__.lower(), self.reg, self.lam)
-        return _cache[key]
-
-
-CATALOGUE = [
-    Case("hinge-l2", Hinge, R.L2(), 1e-2),
-    Case("hinge-l2-sparse", Hinge, R.L2(), 1e-3, sparse=True, seed=1),
-    Case("logistic-l2", Logistic, R.L2(), 1e-2, seed=2),
-    Case("squared-hinge-l2", SquaredHinge, R.L2(), 1e-2, seed=3),
-    Case("hinge-l1", Hinge, R.L1(), 1e-2, seed=4),
-    Case("logistic-l1", Logistic, R.L1(), 1e-2, seed=5),
-    Case("multiclass-hinge-l2", MulticlassHinge, R.L2(), 1e-2, m=90, d=5, seed=6),
-    Case("multiclass-hinge-l1", MulticlassHinge, R.L1(), 1e-2, m=90, d=5, seed=7),
-]
 
 UNSUPPORTED: dict[tuple[str, str], str] = {}
+
+_NEEDS_RISK = "uses the loss and the regularizer separately: needs a RegularizedRisk"
+_SADDLE_L2 = "needs L2 and a loss with a saddle form (hinge-type)"
+_AGGREGATES = "aggregated planes need a strongly convex regularizer (L1: polyhedral conjugate)"
+#: (configuration id, case) -> why the solver refuses it (ProblemNotSupported)
+DECLARED_UNSUPPORTED: dict[tuple[str, str], str] = {
+    ("bmrm", "l1-regression-oracle"): _NEEDS_RISK,
+    ("ls-bmrm", "l1-regression-oracle"): _NEEDS_RISK,
+    ("kbundle", "l1-regression-oracle"): _NEEDS_RISK,
+    ("kbundle", "hinge-l1"): _AGGREGATES,
+    ("kbundle", "logistic-l1"): _AGGREGATES,
+    ("kbundle", "multiclass-hinge-l1"): _AGGREGATES,
+    ("excessive-gap", "logistic-l2"): _SADDLE_L2,
+    ("excessive-gap", "squared-hinge-l2"): _SADDLE_L2,
+    ("excessive-gap", "hinge-l1"): _SADDLE_L2,
+    ("excessive-gap", "logistic-l1"): _SADDLE_L2,
+    ("excessive-gap", "multiclass-hinge-l1"): _SADDLE_L2,
+    ("excessive-gap", "l1-regression-oracle"): _SADDLE_L2,
+}
 
 # every registered method with its default options, plus variants selected by an option
 VARIANTS = {"proximal-bundle": [{"variant": "trust-region"}]}
@@ -65,17 +48,24 @@ METHODS = sorted(SOLVERS)
 
 
 def _mark(method, case, opts):
-    """Known gaps: xfail with the table's reason; a solver that declares the problem
-    unsupported must refuse it with ProblemNotSupported (then the case ends here)."""
+    """Known gaps: xfail with the table's reason. A refusal must be in DECLARED_UNSUPPORTED and
+    raise ProblemNotSupported (then the case ends as xfail); a listed pair that is now accepted
+    fails, so the table follows the solvers."""
     reason = UNSUPPORTED.get((method, case.name))
     if reason:
         pytest.xfail(reason)
+    config = method + "".join(f"[{v}]" for v in opts.values())
     problem = case.problem()
     declared = SOLVERS[method](**opts).unsupported_reason(problem)
-    if declared is not None:
-        with pytest.raises(ProblemNotSupported):
-            nsopt.minimize(problem, method=method, max_iter=1, **opts)
-        pytest.skip(f"declared unsupported: {declared}")
+    listed = DECLARED_UNSUPPORTED.get((config, case.name))
+    if declared is None:
+        assert listed is None, (f"{config} now accepts {case.name}: remove the pair from "
+                                "DECLARED_UNSUPPORTED")
+        return
+    assert listed is not None, f"{config} refuses {case.name} ({declared}): add it to DECLARED_UNSUPPORTED"
+    with pytest.raises(ProblemNotSupported):
+        nsopt.minimize(problem, method=method, max_iter=1, **opts)
+    pytest.xfail(f"declared unsupported: {listed}")
 
 
 @pytest.mark.parametrize("case", CATALOGUE, ids=str)

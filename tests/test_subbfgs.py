@@ -82,7 +82,8 @@ def test_toy_plain_bfgs_fails_at_the_second_step():
     res = nsopt.minimize(toy(), method="subbfgs", x0=np.ones(2), max_direction_iter=1, max_iter=10)
     assert res.fun == pytest.approx(0.9) and res.nit == 2
     assert res.info["n_failures"] == 1 and res.status is nsopt.Status.STATIONARY
-    assert not res.success and res.lower_bound == -math.inf
+    # the only bound is the oracle's stated floor (L1 >= 0): far from 0.9, so no proof
+    assert not res.success and res.lower_bound == 0.0 and res.certificate.source == "lower-bound"
     assert res.subgradient_norm >= 1.0 and res.linearization_error == 0.0
     np.testing.assert_allclose(res.x, [0.0, 0.9], atol=1e-12)
 
@@ -173,19 +174,22 @@ def test_failure_path_at_the_optimum_is_taken_and_recorded():
     run stops after one step with the failure counted in info and history. The aggregate
     subgradient is exactly 0 there (no linearization error): a proof of optimality, so the
     status is converged with gap 0."""
-    # L1's own subgradient at 0 is 0 (a proof before any search); the user's is (1, 1), so
-    # only Algorithm 2 (which fails to descend, and whose aggregate reaches 0) proves it
-    cases = [(R.L1().compose(np.eye(2)), 0),
-             (nsopt.FunctionOracle(lambda w: float(np.abs(w).sum()),
-                                   lambda w: np.where(w >= 0, 1.0, -1.0), dim=2,
-                                   sup_subgradient=lambda w, p: (float(np.abs(p).sum()), np.sign(p))), 1)]
-    for f, failures in cases:
-        res = nsopt.minimize(f, method="subbfgs", x0=np.zeros(2))
-        assert res.status is nsopt.Status.CONVERGED and res.nit == 1
-        assert res.lower_bound == res.fun == 0.0
-        assert res.info["n_failures"] == failures and res.info["n_restarts"] == 0
-        assert res.history["n_failures"].tolist() == [0, failures]
-        np.testing.assert_array_equal(res.x, [0.0, 0.0])
+    # the user's subgradient at 0 is (1, 1) and no floor is stated, so only Algorithm 2 (which
+    # fails to descend, and whose aggregate reaches 0) proves it
+    f = nsopt.FunctionOracle(lambda w: float(np.abs(w).sum()),
+                             lambda w: np.where(w >= 0, 1.0, -1.0), dim=2,
+                             sup_subgradient=lambda w, p: (float(np.abs(p).sum()), np.sign(p)))
+    res = nsopt.minimize(f, method="subbfgs", x0=np.zeros(2))
+    assert res.status is nsopt.Status.CONVERGED and res.nit == 1
+    assert res.lower_bound == res.fun == 0.0 and res.certificate.source == "zero-subgradient"
+    assert res.info["n_failures"] == 1 and res.info["n_restarts"] == 0
+    assert res.history["n_failures"].tolist() == [0, 1]
+    np.testing.assert_array_equal(res.x, [0.0, 0.0])
+    # L1 states its floor 0: the start is proven optimal before any step
+    res = nsopt.minimize(R.L1().compose(np.eye(2)), method="subbfgs", x0=np.zeros(2))
+    assert res.status is nsopt.Status.CONVERGED and res.nit == 0
+    assert res.lower_bound == res.fun == 0.0 and res.certificate.source == "lower-bound"
+    assert -1e-300 <= res.certificate.check(R.L1().compose(np.eye(2))) <= 0.0  # minus rounding
 
 
 def test_plain_oracle_stops_on_gtol_and_finds_the_optimum():

@@ -19,7 +19,7 @@ import numpy as np
 
 from .._validation import (Boolean, Interval, NoneOr, Option, Satisfies, check_callback,
                            check_vector, validate_options)
-from ..certificate import Certificate, L1DualCertifier, PlaneCertifier
+from ..certificate import Certificate, L1DualCertifier, OraclePlanes, PlaneCertifier
 from ..oracle import (CountingOracle, Evaluation, NonConvexError, Oracle, OracleNumericalError, freeze,
                       rounding_allowance)
 from ..problem import RegularizedRisk, as_problem
@@ -291,6 +291,11 @@ class Solver:
         # the best bound with its evidence (nsopt.certificate.Evidence): every problem, a
         # RegularizedRisk or a bare oracle, gets a certificate that Certificate.check verifies
         bound = BestBound()
+        stated = getattr(problem, "lower_bound", -math.inf)
+        if not isinstance(problem, RegularizedRisk) and math.isfinite(stated):
+            # the oracle's own floor: every method certifies with it (checked by re-reading it)
+            bound.offer(stated, OraclePlanes((), np.zeros(0), floor=1.0, floor_value=stated),
+                        "lower-bound")
         info: dict = {}
         nit = 0
         status = None
