@@ -52,7 +52,7 @@ class KBundle(Solver):
     Erratum E1: the printed gap of Alg. 4 subtracts :math:`\tfrac\lambda2\|w_t\|^2`; the dual
     value is :math:`\hat b - \tfrac\lambda2\|w_t\|^2`, so the gap is
     :math:`\min_i J(w_i) + \tfrac\lambda2\|w_t\|^2 - \hat b` (tested in
-    ``tests/test_bundles.py::test_erratum_E1_kbundle_gap``).
+    ``tests/test_bundle_solvers.py::test_erratum_E1_kbundle_gap``).
 
     Theory: Theorems 4 and 5 hold verbatim for any ``k >= 2`` (their proof uses only the
     aggregate and the new plane), so at most :math:`8 G^2 H^*/(\lambda\epsilon)` iterations.
