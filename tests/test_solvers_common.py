@@ -280,3 +280,16 @@ def test_solvers_read_facts_not_classes():
     offenders = [f"{p.name}: {m.group(0)}" for p in root.glob("*.py")
                  for m in pattern.finditer(p.read_text(encoding="utf-8"))]
     assert not offenders, offenders
+
+
+def test_solvers_read_the_problem_explicitly():
+    """Issue 15, move 5: a solver reaches the problem behind the loop's counting wrapper through
+    its explicit ``problem`` attribute, never by ``getattr(x, "oracle", x)`` probing."""
+    import pathlib
+    import re
+
+    root = pathlib.Path(nsopt.__file__).parent
+    pattern = re.compile(r"getattr\([^)]*[\"']oracle[\"']")
+    offenders = [f"{p.relative_to(root)}: {m.group(0)}" for p in root.rglob("*.py")
+                 for m in pattern.finditer(p.read_text(encoding="utf-8"))]
+    assert not offenders, offenders

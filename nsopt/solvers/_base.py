@@ -27,7 +27,7 @@ from ..result import History, Result, Status
 from ._registry import methods_supporting
 from ._start import default_start
 
-__all__ = ["Solver", "Option", "ProblemNotSupported", "BestPoint", "BestBound"]
+__all__ = ["Solver", "Option", "ProblemNotSupported", "BestPoint", "BestBound", "bare_oracle"]
 
 
 class ProblemNotSupported(TypeError):
@@ -131,6 +131,13 @@ class BestBound:
             self.value, self.evidence, self.source = float(value), evidence, source
             return True
         return False
+
+
+def bare_oracle(problem: CountingOracle) -> bool:
+    """Whether the run's problem (``problem.problem``, behind the loop's counting wrapper) is
+    not a :class:`~nsopt.RegularizedRisk`: then no plane certifier runs, and a solver's own
+    stationarity test or bound is all there is."""
+    return not isinstance(problem.problem, RegularizedRisk)
 
 
 #: what a step may raise that ends the run with a status instead of an exception

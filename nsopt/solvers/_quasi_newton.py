@@ -21,9 +21,8 @@ import numpy as np
 
 from ..certificate import OraclePlanes, zero_aggregate
 from ..linesearch import exact_line_search, wolfe_line_search
-from ..problem import RegularizedRisk
 from .._validation import Interval, NoneOr, Option, Options
-from ._base import Solver
+from ._base import Solver, bare_oracle
 
 __all__ = ["QuasiNewton", "QuasiNewtonVariant", "DenseInverseHessian", "LBFGSInverseHessian"]
 
@@ -111,12 +110,6 @@ class LBFGSInverseHessian(NamedTuple):
         m = self.memory
         return self._replace(s=(self.s + (s,))[-m:], y=(self.y + (y,))[-m:],
                              rho=(self.rho + (1.0 / (s @ y),))[-m:])
-
-
-def bare(problem) -> bool:
-    """Whether the run's problem is not a RegularizedRisk (seen through its CountingOracle):
-    then no plane certifier runs and the solver's own stationarity test may stop it."""
-    return not isinstance(getattr(problem, "oracle", problem), RegularizedRisk)
 
 
 # ----------------------------------------------------------------------------------------
@@ -233,7 +226,7 @@ class QuasiNewton(Solver):
         if s.stationary:
             return s
         gnorm = float(np.linalg.norm(s.g))
-        if gnorm <= self.gtol and bare(problem):
+        if gnorm <= self.gtol and bare_oracle(problem):
             # g_t itself is a subgradient at w_t (eps = 0): stationary before any search; g_t = 0
             # proves J >= J(w_t) everywhere
             lower, evidence = s.lower_bound, s.evidence

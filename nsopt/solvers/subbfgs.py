@@ -29,7 +29,8 @@ from typing import NamedTuple
 import numpy as np
 
 from .._validation import Interval, Option, Options
-from ._quasi_newton import DenseInverseHessian, LBFGSInverseHessian, QuasiNewton, bare
+from ._base import bare_oracle
+from ._quasi_newton import DenseInverseHessian, LBFGSInverseHessian, QuasiNewton
 from ._registry import register
 from .owlqn import OrthantWiseStep, applies as _owlqn_applies
 
@@ -200,7 +201,7 @@ class SubgradientStep:
                 # g_bar = 0 exactly proves J(v) >= J(w) - eps for every v: a lower bound, on a
                 # bare oracle only when its recipe sums to zero exactly (else nothing is proven)
                 lower, evidence = s.lower_bound, s.evidence
-                if gnorm == 0.0 and not bare(problem):
+                if gnorm == 0.0 and not bare_oracle(problem):
                     lower = s.fun - found.lin_err  # not offered without evidence (unchanged)
                 elif gnorm == 0.0:
                     proof = solver.zero_evidence(problem, found.recipe, s.fun - found.lin_err)
@@ -226,7 +227,7 @@ class SubgradientStep:
         store, skipped, shifted = solver.curvature_update(store, step, g_new - s.g)  # l. 13-15
         # gtol: the aggregate at the previous point w was small. Moved to w_new, g_bar is an
         # eps'-subgradient there, eps' = eps + J(w_new) - J(w) - <g_bar, w_new - w> >= 0
-        stationary = bare(problem) and common["subgradient_norm"] <= solver.gtol
+        stationary = bare_oracle(problem) and common["subgradient_norm"] <= solver.gtol
         common["linearization_error"] = max(
             lin_err + ev.fun - s.fun - float(d.g_bar @ (ev.w - s.w)), 0.0)
         return s._replace(w=ev.w, fun=ev.fun, g=g_new, g_origin=g_origin, store=store, eta=ls.eta,
@@ -489,6 +490,6 @@ class SubLBFGS(SubBFGS):
 
     def variant_for(self, problem):
         """OWL-QN's iteration (``owlqn_variant``) where it applies, else subLBFGS's."""
-        if self.owlqn_variant != "none" and _owlqn_applies(getattr(problem, "oracle", problem)):
+        if self.owlqn_variant != "none" and _owlqn_applies(problem.problem):
             return OWLQN_VARIANTS[self.owlqn_variant]
         return SUBGRADIENT_STEP
