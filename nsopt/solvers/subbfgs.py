@@ -336,7 +336,7 @@ class SubBFGS(QuasiNewton):
         aggregated subgradient :math:`\|\bar g_t\|_2 \le` ``gtol``.
     kink_tol : float in [0, 1], default 1e-10
         Points within ``kink_tol * max(1, |w|_inf)`` of :math:`w_t` count as :math:`w_t`
-        for the kinks (see Notes: null steps; the OWL-QN modes snap such coordinates to 0).
+        for the kinks (see Notes: null steps; the OWL-QN variants snap such coordinates to 0).
     **common
         ``rtol, atol, max_iter, max_time, verbose`` (see :func:`nsopt.minimize`).
 
@@ -448,7 +448,7 @@ class SubLBFGS(SubBFGS):
 
     Notes
     -----
-    Both OWL-QN modes then take OWL-QN's step ([AG07]_): the orthant projection
+    Both OWL-QN variants then take OWL-QN's step ([AG07]_): the orthant projection
     :math:`\pi` keeps :math:`p_j` only where it has the sign of :math:`-g^{ow}_j` (so
     :math:`J'(w; p) = g^{ow\,T} p`), the orthant is :math:`\mathrm{sign}(w_j)`, or
     :math:`-\mathrm{sign}(g^{ow}_j)` where :math:`w_j = 0`, and the line search backtracks on the
@@ -481,7 +481,7 @@ class SubLBFGS(SubBFGS):
         "memory": Option(15, Interval(Integral, 1, None, closed="left"),
                          doc="curvature pairs kept"),
         "owlqn_variant": Option("owlqn*", Options(("owlqn*", "owlqn", "none")),
-                                doc="OWL-QN mode on L1 with a differentiable loss"),
+                                doc="OWL-QN variant on L1 with a differentiable loss"),
     }
 
     def new_store(self, dim):
