@@ -687,6 +687,15 @@ class CountingOracle(Oracle):
     Every full evaluation is passed to the ``listeners`` (callables taking an
     :class:`Evaluation`); the plane certifier is one.
 
+    The wrapped problem is ``problem`` (``oracle`` is the same object, the earlier name): a
+    solver that needs the problem itself (e.g. to ask whether it is a ``RegularizedRisk``)
+    reads it there, explicitly. Through the wrapper only the problem's parts in
+    :attr:`PARTS` (``loss``, ``reg``, ``lam``: what a solver may use of a ``RegularizedRisk``)
+    are forwarded, with ``dim``, ``lower_bound`` and ``finite`` copied at construction;
+    anything else of the problem, its methods above all (which would escape the count), is an
+    ``AttributeError`` that says to read it from ``problem``. ``deadline`` (None, or a
+    ``time.perf_counter()`` value) is the run's time limit, set by the solver loop.
+
     Checks (a solver never sees a bad answer silently):
 
     * NaN, ``-inf``, a non-finite subgradient, or ``+inf`` from an oracle with ``finite = True``
@@ -703,8 +712,13 @@ class CountingOracle(Oracle):
       minimiser). O(d) per call.
     """
 
+    #: the parts of the wrapped problem readable through the wrapper (RegularizedRisk's)
+    PARTS = ("loss", "reg", "lam")
+
     def __init__(self, oracle: Oracle, check_convexity: bool = True):
-        self.oracle = oracle
+        self.problem = oracle
+        self.oracle = oracle  # the same object: the name before ``problem``
+        self.deadline: float | None = None
         self.dim = oracle.dim
         self.lower_bound = oracle.lower_bound
         self.finite = oracle.finite
@@ -716,10 +730,14 @@ class CountingOracle(Oracle):
         self._fmax = 0.0   # largest |value| seen
         self._gmax = 0.0   # largest subgradient norm seen
 
-    def __getattr__(self, name):  # expose the problem's parts (loss, reg, lam, ...)
-        if name == "oracle":
-            raise AttributeError(name)
-        return getattr(self.oracle, name)
+    def __getattr__(self, name):  # only for names not set in __init__: the problem's parts
+        problem = self.__dict__.get("problem")  # absent while unpickling: no recursion
+        if name in CountingOracle.PARTS and problem is not None:
+            return getattr(problem, name)
+        raise AttributeError(
+            f"CountingOracle has no attribute {name!r}: it forwards only the problem's parts "
+            f"{CountingOracle.PARTS}; read anything else from .problem (calls made there are "
+            "not counted)")
 
     # --- checks -------------------------------------------------------------------------
     def _check_value(self, f, w, what="value") -> float:
@@ -770,7 +788,7 @@ class CountingOracle(Oracle):
             return last
         w = frozen(w)
         self.nfev += 1
-        ev = self.oracle._evaluate(w)
+        ev = self.problem._evaluate(w)
         if not isinstance(ev, Evaluation):
             ev = Evaluation(w, *ev)
         self._accept(ev)
@@ -793,7 +811,7 @@ class CountingOracle(Oracle):
         returns ``(Evaluation, values, subgradients)``."""
         w = frozen(w)
         self.nfev += 1
-        ev, values, subgradients = self.oracle._evaluate_groups(w, n_groups)
+        ev, values, subgradients = self.problem._evaluate_groups(w, n_groups)
         self._accept(ev)
         return ev, values, subgradients
 
@@ -809,13 +827,13 @@ class CountingOracle(Oracle):
         if cached is not None and np.array_equal(cached[0], w):
             return cached[1]
         self.nfev += 1
-        f = self._check_value(self.oracle._value(w), w)
+        f = self._check_value(self.problem._value(w), w)
         self._last_value = (frozen(w), f)
         return f
 
     def _sup_subgradient(self, w, p):
         self.nfev += 1
-        s, g = self.oracle._sup_subgradient(w, p)
+        s, g = self.problem._sup_subgradient(w, p)
         s = self._check_value(s, w, "directional derivative") if not math.isfinite(s) else float(s)
         self._check_vector(g, w, "sup-subgradient")
         last = self._last
@@ -830,7 +848,7 @@ class CountingOracle(Oracle):
         return s, g
 
     def _restrict(self, w, p):
-        line = self.oracle._restrict(w, p)
+        line = self.problem._restrict(w, p)
         if type(line) is GenericLine:
             # a generic line calls the oracle at every evaluation: route those calls through
             # this wrapper, so they are counted (nfev), cached and checked like any other

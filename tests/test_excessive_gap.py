@@ -21,8 +21,9 @@ from nsopt.inner import project_simplex
 from nsopt.inner._box_equality import (project_box_equality, project_box_equality_bisect,
                                         project_simplex_rows)
 from nsopt.losses import Hinge, Logistic, SquaredHinge
+from nsopt.losses.intercept import InterceptHinge
 from nsopt.solvers import SOLVERS, ExcessiveGap, ProblemNotSupported
-from nsopt.solvers.excessive_gap import _InterceptHinge, pragam_with_bias, saddle_form
+from nsopt.solvers.excessive_gap import pragam_with_bias, saddle_form
 
 from cvxref import cvxpy_optimum, small_binary
 
@@ -38,7 +39,7 @@ needs_multiclass = pytest.mark.skipif(MulticlassHinge is None, reason="no Multic
 # ----------------------------------------------------------------------------------------
 def hinge_problem(m, d, lam, seed, bias=False, sparse=False):
     X, y = small_binary(m, d, seed, sparse=sparse)
-    loss = _InterceptHinge(X, y) if bias else Hinge(X, y)
+    loss = InterceptHinge(X, y) if bias else Hinge(X, y)
     return nsopt.RegularizedRisk(loss, R.L2(), lam), X, y
 
 
@@ -301,7 +302,7 @@ def test_intercept_hinge_oracle():
     a valid subgradient (inequality at random points) whose dual meets y^T alpha = 0."""
     X, y = small_binary(50, 4, 11)
     X = np.round(X, 1)  # ties among the kinks
-    loss = _InterceptHinge(X, y)
+    loss = InterceptHinge(X, y)
     rng = np.random.default_rng(0)
     for _ in range(20):
         w = np.round(rng.standard_normal(4), 1)

@@ -270,3 +270,57 @@ def test_solvers_read_facts_not_classes():
     offenders = [f"{p.name}: {m.group(0)}" for p in root.glob("*.py")
                  for m in pattern.finditer(p.read_text(encoding="utf-8"))]
     assert not offenders, offenders
+
+
+def test_solvers_read_the_problem_explicitly():
+    """Issue 15, move 5: a solver reaches the problem behind the loop's counting wrapper through
+    its explicit ``problem`` attribute, never by ``getattr(x, "oracle", x)`` probing."""
+    import pathlib
+    import re
+
+    root = pathlib.Path(nsopt.__file__).parent
+    pattern = re.compile(r"getattr\([^)]*[\"']oracle[\"']")
+    offenders = [f"{p.relative_to(root)}: {m.group(0)}" for p in root.rglob("*.py")
+                 for m in pattern.finditer(p.read_text(encoding="utf-8"))]
+    assert not offenders, offenders
+
+
+def test_states_declare_the_facts_the_loop_reads():
+    """Issue 15, move 6: the optional State fields the loop reads are declared once
+    (StateFacts, with their defaults); each solver's State provides some of them by having
+    the field, listed in ``state_facts``; the loop probes nothing with getattr defaults."""
+    import math
+    import pathlib
+    import re
+    from typing import NamedTuple
+
+    from nsopt.solvers import ProxBMRM, TrustRegionBundle
+    from nsopt.solvers._base import StateFacts, state_facts
+
+    provided = {cls.__name__: cls.state_facts for cls in
+                {*nsopt.solvers.SOLVERS.values(), ProxBMRM, TrustRegionBundle}}
+    assert provided["LSBMRM"] == ("lower_bound", "evidence", "w_best", "fun_best")
+    assert provided["BMRM"] == provided["ExcessiveGap"] == ("lower_bound", "evidence")
+    assert provided["SubBFGS"] == ("lower_bound", "evidence", "unbounded", "stationary",
+                                   "subgradient_norm", "linearization_error")
+    assert provided["TrustRegionBundle"] == ("lower_bound", "evidence", "stationary",
+                                             "subgradient_norm", "linearization_error")
+    for cls in {*nsopt.solvers.SOLVERS.values(), ProxBMRM, TrustRegionBundle}:
+        state = getattr(cls, "State", None)
+        if state is not None:
+            assert set(cls.history_fields) <= set(state._fields), cls.__name__
+
+    class Plain(NamedTuple):
+        w: object
+        stationary: bool
+    facts = state_facts(Plain(w=None, stationary=True))
+    assert facts.stationary and facts.lower_bound == -math.inf and facts.evidence is None
+    assert facts.w_best is None and math.isnan(facts.subgradient_norm)
+    assert state_facts(None) == StateFacts()
+
+    with pytest.raises(TypeError, match="history_fields"):
+        class Broken(nsopt.solvers.BMRM):
+            history_fields = ("no_such_field",)
+
+    source = (pathlib.Path(nsopt.__file__).parent / "solvers" / "_base.py").read_text(encoding="utf-8")
+    assert not re.findall(r"getattr\(state, [\"'\w]+, ", source)

@@ -323,10 +323,10 @@ def test_curvature_shift_enforces_h():
     """Alg. 1 l. 14 (R29): the stored pair has s^T y / y^T y >= h; w is not changed."""
     solver = SubBFGS(inverse_hessian_floor=1.0)
     s, y = np.array([1e-3, 0.0]), np.array([1.0, 0.0])
-    store, skipped, shifted = solver._update(DenseInverseHessian.new(2), s, y)
+    store, skipped, shifted = solver.curvature_update(DenseInverseHessian.new(2), s, y)
     assert (skipped, shifted) == (0, 1)
     np.testing.assert_allclose(store.dot(y), [1.0, 0.0])       # secant with s' = s + (h - s'y/y'y) y
-    assert solver._update(DenseInverseHessian.new(2), -s, y)[1:] == (1, 0)   # s^T y <= 0: skipped
+    assert solver.curvature_update(DenseInverseHessian.new(2), -s, y)[1:] == (1, 0)   # s^T y <= 0: skipped
 
 
 def test_options_are_checked():
@@ -478,3 +478,27 @@ def test_owlqn_follows_the_facts_squared_hinge_l1(lam):
     f_star = cvxpy_optimum(X, y, "squaredhinge", R.L1(), lam)
     assert res.info["mode"] == "owlqn*" and res.success
     assert res.lower_bound - 1e-7 <= f_star <= res.fun + 1e-7
+
+
+def test_owlqn_is_a_variant_plugged_into_the_loop():
+    """Issue 15, move 3: the quasi-Newton loop takes its iteration as a component (as scipy's
+    trust-region loop takes its subproblem): SubLBFGS names OWL-QN's for L1 with a
+    differentiable loss, Algorithm 2's otherwise; the state carries it, no mode string."""
+    from nsopt.solvers._quasi_newton import QuasiNewton
+    from nsopt.solvers.owlqn import OrthantWiseStep
+    from nsopt.solvers.subbfgs import SubgradientStep
+
+    X, y = small_binary(60, 5, 3)
+    l1 = nsopt.RegularizedRisk(Logistic(X, y), R.L1(), 1e-2)
+    l2 = nsopt.RegularizedRisk(Logistic(X, y), R.L2(), 1e-2)
+    assert issubclass(SubBFGS, QuasiNewton) and "mode" not in SubBFGS.State._fields
+    for solver, problem, kind, name in [
+            (SubLBFGS(max_iter=2), l1, OrthantWiseStep, "owlqn*"),
+            (SubLBFGS(max_iter=2, owlqn_variant="owlqn"), l1, OrthantWiseStep, "owlqn"),
+            (SubLBFGS(max_iter=2, owlqn_variant="none"), l1, SubgradientStep, "subbfgs"),
+            (SubLBFGS(max_iter=2), l2, SubgradientStep, "subbfgs"),
+            (SubBFGS(max_iter=2), l1, SubgradientStep, "subbfgs")]:
+        states = list(solver.iterate(problem))
+        assert all(isinstance(s.variant, kind) and s.variant.name == name for s in states)
+    assert isinstance(list(SubLBFGS(max_iter=1).iterate(l1))[-1].store, LBFGSInverseHessian)
+    assert isinstance(list(SubBFGS(max_iter=1).iterate(l1))[-1].store, DenseInverseHessian)

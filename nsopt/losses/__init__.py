@@ -1,4 +1,9 @@
-"""Losses: each an :class:`~nsopt.Oracle` on ``w`` with the data bound at construction."""
+"""Losses: each an :class:`~nsopt.Oracle` on ``w`` with the data bound at construction.
+
+``__all__`` is the catalogue (DESIGN.md Sec. 4). :class:`nsopt.losses.intercept.InterceptHinge`,
+the hinge with its bias minimised out (Pragam-b's loss), is imported from its module: it lacks
+the exact ``sup_subgradient`` and line of the catalogue losses.
+"""
 from ._base import ScalarLine, ScalarLoss, VectorLine, VectorLoss
 from .multivariate import (FBeta, NDCG, OrdinalRegression, PRBEP, PreferencePairs, ROCArea,
                            ndcg_at_k)

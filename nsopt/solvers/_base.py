@@ -10,10 +10,12 @@ seen, the certificate (the solver's own bound or the shared plane certifier), st
 """
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 import time
 from numbers import Integral, Real
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, NamedTuple
 
 import numpy as np
 
@@ -27,7 +29,8 @@ from ..result import History, Result, Status
 from ._registry import methods_supporting
 from ._start import default_start
 
-__all__ = ["Solver", "Option", "ProblemNotSupported", "BestPoint", "BestBound"]
+__all__ = ["Solver", "Option", "ProblemNotSupported", "BestPoint", "BestBound", "StateFacts",
+           "state_facts", "bare_oracle"]
 
 
 class ProblemNotSupported(TypeError):
@@ -133,6 +136,72 @@ class BestBound:
         return False
 
 
+class StateFacts(NamedTuple):
+    """The facts a solver's ``State`` may state to the loop, each with the value the loop
+    takes when the State has no such field.
+
+    A State (a NamedTuple) *provides* a fact by having a field of that name, with this
+    meaning; its solver class lists them in ``Solver.state_facts`` (derived from
+    ``State._fields`` when the class is defined). The loop reads them through
+    :func:`state_facts` and nothing else of a State (besides ``history_fields``)."""
+
+    #: a lower bound on the optimum the solver proved itself (-inf: none)
+    lower_bound: float = -math.inf
+    #: its proof, an :class:`~nsopt.certificate.Evidence` (a bound without one is not reported)
+    evidence: Any = None
+    #: a point the solver valued exactly without an oracle call (e.g. on a line), or None
+    w_best: np.ndarray | None = None
+    #: its value (read only with ``w_best``)
+    fun_best: float = math.inf
+    #: the objective was found to decrease without bound (status ``unbounded``)
+    unbounded: bool = False
+    #: the solver's own stationarity test holds (status ``stationary``)
+    stationary: bool = False
+    #: with ``stationary``: the norm of the eps-subgradient at the point (``Result.subgradient_norm``)
+    subgradient_norm: float = math.nan
+    #: with ``stationary``: its eps (``Result.linearization_error``)
+    linearization_error: float = math.nan
+
+
+_NO_FACTS = StateFacts()
+
+
+def _state_fields(state_type: type) -> tuple[str, ...]:
+    """The fields a State type declares: a NamedTuple's ``_fields`` (or a dataclass's)."""
+    fields = getattr(state_type, "_fields", None)
+    if fields is None and dataclasses.is_dataclass(state_type):
+        fields = tuple(f.name for f in dataclasses.fields(state_type))
+    if fields is None:
+        raise TypeError(f"a solver's State must declare its fields (a NamedTuple, as every nsopt "
+                        f"solver's State is); got {state_type.__name__}")
+    return tuple(fields)
+
+
+@functools.lru_cache(maxsize=None)
+def _provided_facts(state_type: type) -> tuple[str, ...]:
+    """The :class:`StateFacts` fields a State type declares (``fun_best`` only with
+    ``w_best``: alone it is the solver's own bookkeeping, not a fact for the loop)."""
+    fields = _state_fields(state_type)
+    return tuple(f for f in StateFacts._fields
+                 if f in fields and (f != "fun_best" or "w_best" in fields))
+
+
+def state_facts(state) -> StateFacts:
+    """What ``state`` states to the loop: the facts its type declares, the defaults of
+    :class:`StateFacts` for the rest (all of them for no state: a run stopped inside
+    ``init``)."""
+    if state is None:
+        return _NO_FACTS
+    return StateFacts(**{name: getattr(state, name) for name in _provided_facts(type(state))})
+
+
+def bare_oracle(problem: CountingOracle) -> bool:
+    """Whether the run's problem (``problem.problem``, behind the loop's counting wrapper) is
+    not a :class:`~nsopt.RegularizedRisk`: then no plane certifier runs, and a solver's own
+    stationarity test or bound is all there is."""
+    return not isinstance(problem.problem, RegularizedRisk)
+
+
 #: what a step may raise that ends the run with a status instead of an exception
 _STOPS = (KeyboardInterrupt, OracleNumericalError, NonConvexError)
 
@@ -148,17 +217,27 @@ def _stop_status(exc: BaseException, info: dict) -> Status:
 
 
 class Solver:
-    """Base class of all solvers. Subclasses set ``name``, ``requires``, ``options`` and
-    implement ``init`` and ``step``; see :mod:`nsopt.solvers._base`.
+    """Base class of all solvers. Subclasses set ``name``, ``requires``, ``options`` and a
+    ``State`` (a NamedTuple), and implement ``init`` and ``step``; see
+    :mod:`nsopt.solvers._base`.
 
-    A ``State`` may carry ``lower_bound`` (a valid lower bound proven by the solver itself)
-    and ``evidence`` (its proof, an :class:`~nsopt.certificate.Evidence`, e.g.
-    :class:`~nsopt.certificate.OraclePlanes` on a bare oracle: a bound without evidence is not
-    reported), ``w_best`` and ``fun_best`` (a point the
-    solver valued exactly without an oracle call, e.g. by a line search), ``unbounded`` (True
-    when the objective was found to decrease without bound), and ``converged`` (True when the solver's
-    own stationarity test holds, for problems where no lower bound is known); ``self_certifying = True`` means this bound
-    is the certificate and the shared plane certifier is not attached.
+    What a ``State`` tells the loop are its facts (:class:`StateFacts`), each optional, each
+    provided by a field of its name, listed per solver in ``state_facts``:
+
+    * ``lower_bound`` (a valid lower bound proven by the solver itself) and ``evidence`` (its
+      proof, an :class:`~nsopt.certificate.Evidence`, e.g.
+      :class:`~nsopt.certificate.OraclePlanes` on a bare oracle: a bound without evidence is
+      not reported);
+    * ``w_best`` and ``fun_best`` (a point the solver valued exactly without an oracle call,
+      e.g. by a line search);
+    * ``unbounded`` (True when the objective was found to decrease without bound);
+    * ``stationary`` (True when the solver's own stationarity test holds, for problems where
+      no lower bound is known), with ``subgradient_norm`` and ``linearization_error`` (the
+      eps-subgradient it rests on, reported in the ``Result``).
+
+    The columns ``history_fields`` are State fields too (checked when the class is defined).
+    ``self_certifying = True`` means the solver's bound is the certificate and the shared
+    plane certifier is not attached.
     """
 
     name: str = ""
@@ -168,8 +247,25 @@ class Solver:
     self_certifying: bool = False
     certificate_source: str = "bundle-dual"
 
+    #: the :class:`StateFacts` this solver's ``State`` provides (derived from its fields)
+    state_facts: tuple[str, ...] = ()
+
     #: the name in option messages (None: the class name)
     _label: str | None = None
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        state = getattr(cls, "State", None)
+        if state is None:
+            return
+        cls.state_facts = _provided_facts(state)
+        fields = _state_fields(state)
+        missing = [f for f in cls.history_fields if f not in fields]
+        if missing:
+            raise TypeError(f"{cls.__name__}.history_fields names {missing}, which "
+                            f"{cls.__name__}.State does not have")
+        if "w_best" in cls.state_facts and "fun_best" not in cls.state_facts:
+            raise TypeError(f"{cls.__name__}.State has w_best without fun_best (its value)")
 
     def __init__(self, **options):
         # self._options: the options given, validated, under their current names
@@ -252,15 +348,14 @@ class Solver:
             return L1DualCertifier(problem, budget=0.25 if share is True else share, clock=clock)
         return None
 
-    def _collect_bounds(self, state, bound, certifier, dual, best, *, due_planes, final, work):
-        """Offer every available lower bound to ``bound``: the solver's own, the plane
-        certifier's, the dual point's (a KeyboardInterrupt inside propagates to the caller). A
-        bound without evidence is never offered: every reported bound is checkable.
-        ``work`` is what the dual certifier's budget is counted in (data passes by default)."""
-        own = getattr(state, "lower_bound", -math.inf) if state is not None else -math.inf
-        evidence = getattr(state, "evidence", None)
-        if own > -math.inf and evidence is not None:
-            bound.offer(own, evidence, self.certificate_source)
+    def _collect_bounds(self, facts, bound, certifier, dual, best, *, due_planes, final, work):
+        """Offer every available lower bound to ``bound``: the solver's own (from the state's
+        ``facts``), the plane certifier's, the dual point's (a KeyboardInterrupt inside
+        propagates to the caller). A bound without evidence is never offered: every reported
+        bound is checkable. ``work`` is what the dual certifier's budget is counted in (data
+        passes by default)."""
+        if facts.lower_bound > -math.inf and facts.evidence is not None:
+            bound.offer(facts.lower_bound, facts.evidence, self.certificate_source)
         if certifier is not None and (due_planes or final):
             bound.offer(*certifier.bound(), "planes")
         if dual is not None and (final or dual.due(work)):
@@ -305,12 +400,13 @@ class Solver:
             state = self.init(oracle, x0)
         except _STOPS as exc:
             status = _stop_status(exc, info)
+        facts = state_facts(state)
         if best.w is not None:
             x0 = None  # the start is only the fallback answer when no finite value was seen
         while True:
             final = status is not None
             try:
-                self._collect_bounds(state, bound, certifier, dual, best, final=final,
+                self._collect_bounds(facts, bound, certifier, dual, best, final=final,
                                      due_planes=nit % cfg["certify_every"] == 0,
                                      work=(2 * oracle.nfev if dual is not None and dual.clock == "passes"
                                            else time.perf_counter() - t0))
@@ -339,9 +435,9 @@ class Solver:
                     info.setdefault("numerical_error", {"message": "no finite value was observed"})
                 elif max(fun - lower, 0.0) <= tol:
                     status = Status.CONVERGED
-                elif getattr(state, "unbounded", False):
+                elif facts.unbounded:
                     status = Status.UNBOUNDED
-                elif getattr(state, "stationary", False):
+                elif facts.stationary:
                     status = Status.STATIONARY
                 elif cfg["max_iter"] is not None and nit >= cfg["max_iter"]:
                     status = Status.MAX_ITER
@@ -358,8 +454,9 @@ class Solver:
                 lower = min(lower, fun)  # a bound above fun by rounding only: clamped, gap 0
             row = dict(iteration=nit, time=time.perf_counter() - t0, fun=fun, lower_bound=lower,
                        gap=fun - lower, nfev=oracle.nfev)
-            for f in self.history_fields:
-                row[f] = getattr(state, f, math.nan)
+            if state is not None:
+                for f in self.history_fields:
+                    row[f] = getattr(state, f)     # a State field (checked at class definition)
             if state is None:
                 pass  # stopped inside init: no iteration to record
             elif stepped:
@@ -377,9 +474,10 @@ class Solver:
                 status, stepped = _stop_status(exc, info), False
                 continue  # one more pass through the top: final bound and final row
             nit += 1
+            facts = state_facts(state)
             # a point the solver valued without an oracle call (e.g. on a line)
-            if getattr(state, "w_best", None) is not None:
-                best.offer(state.w_best, state.fun_best, exact=False)
+            if facts.w_best is not None:
+                best.offer(facts.w_best, facts.fun_best, exact=False)
             if callback is not None:
                 try:
                     if callback(state):
@@ -403,8 +501,8 @@ class Solver:
             gap=float(best.fun - lower), nit=nit, nfev=oracle.nfev, status=status,
             success=status.success, message=status.message, time=time.perf_counter() - t0,
             history=history.as_arrays(), certificate=cert, method=self.name, info=info,
-            subgradient_norm=float(getattr(state, "subgradient_norm", math.nan)) if stationary else math.nan,
-            linearization_error=float(getattr(state, "linearization_error", math.nan)) if stationary else math.nan,
+            subgradient_norm=float(facts.subgradient_norm) if stationary else math.nan,
+            linearization_error=float(facts.linearization_error) if stationary else math.nan,
         )
         yield state, result, status
 

@@ -145,7 +145,7 @@ def add_and_solve(problem, bundle: PlaneBundle, alpha: np.ndarray, ev, master, *
            if inner_rtol > 0 and math.isfinite(outer_gap) and outer_gap > 0 else None)
     t0 = time.perf_counter()
     sol = master.solve(bundle, problem.reg, problem.lam, warm=warm, tol=tol,
-                       deadline=getattr(problem, "deadline", None))
+                       deadline=problem.deadline)
     seconds = time.perf_counter() - t0
     bundle.update_ages(sol.alpha)
     value, a_bar, b_bar, evidence = bundle.certify(problem.reg, problem.lam, sol.alpha)

@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from ..oracle import CountingOracle
 from ..problem import RegularizedRisk
 
 __all__ = ["default_start", "sgd_start"]
@@ -38,8 +39,10 @@ def sgd_start(problem: RegularizedRisk, passes: int = 10, batch_size: int = 64,
 
     Needs a loss with ``batch_subgradient(w, rows)`` (the scalar losses) and L2.
     """
-    inner = getattr(problem, "oracle", problem)  # a solver passes its counting wrapper
-    if not isinstance(inner, RegularizedRisk) or not problem.reg.self_conjugate:
+    # a solver passes the loop's counting wrapper (its value calls are counted): the problem
+    # itself is its .problem
+    risk = problem.problem if isinstance(problem, CountingOracle) else problem
+    if not isinstance(risk, RegularizedRisk) or not problem.reg.self_conjugate:
         raise TypeError("sgd_start needs RegularizedRisk(loss, L2(), lam)")
     loss = problem.loss
     if not hasattr(loss, "batch_subgradient"):

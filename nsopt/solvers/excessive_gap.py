@@ -16,28 +16,27 @@ keeps a primal iterate :math:`w_k` and a dual iterate :math:`\alpha_k` whose mea
 Saddle forms known here (:func:`saddle_form`): the binary hinge (box dual
 :math:`[0, c_i]`), the Crammer-Singer multiclass hinge and its cost-scaled variants (a scaled
 simplex per example), the hinge with an unregularized bias (box plus :math:`y^T\alpha = 0`,
-:func:`pragam_with_bias`), and any loss with a ``saddle_form()`` method returning a
-:class:`SaddleForm`.
+:class:`~nsopt.losses.intercept.InterceptHinge`, solved by :func:`pragam_with_bias`), and any
+loss with a ``saddle_form()`` method returning a :class:`SaddleForm`. The losses own their
+forms (:mod:`nsopt.saddle`); :math:`\|Z\|_2` comes from :func:`nsopt._linalg.spectral_norm_sq`.
 """
 from __future__ import annotations
 
 import math
-from numbers import Integral, Real
-from typing import Callable, NamedTuple
+from numbers import Real
+from typing import NamedTuple
 
 import numpy as np
 
-from ..inner._box_equality import project_box_equality
+from .._linalg import spectral_norm_sq
 from ..losses._kernels import dot as _serial_dot
-from ..oracle import Oracle
+from ..losses.intercept import InterceptHinge
 from ..problem import RegularizedRisk
 from ..regularizers import L2
+from ..saddle import SaddleForm, saddle_form
 from .._validation import Boolean, Interval, NoneOr, Option
 from ._base import Solver
 from ._registry import register
-
-from ..losses import Hinge
-from ..saddle import SaddleForm, saddle_form
 
 __all__ = ["ExcessiveGap", "SaddleForm", "saddle_form", "pragam_with_bias", "InterceptFit"]
 
@@ -56,35 +55,6 @@ def _dot(a, b) -> float:
 
 def _sq(x) -> float:
     return _dot(x, x)
-
-
-def spectral_norm_sq(form: SaddleForm, dim: int) -> float:
-    r""":math:`\|Z\|_2^2` of a saddle form: a dense SVD when one side is small, else Lanczos
-    (``scipy.sparse.linalg.svds``, inflated by 1e-6 relative), else 100 power iterations
-    inflated by 10% (the fixed schedule's descent check reports an underestimate)."""
-    shape = np.shape(form.center)
-    n = int(np.prod(shape))
-    if min(n, dim) <= 1000 and n * dim <= 20_000_000:
-        if dim <= n:
-            Z = np.column_stack([np.ravel(form.matvec(e)) for e in np.eye(dim)])
-        else:
-            Z = np.column_stack([form.rmatvec(e.reshape(shape)) for e in np.eye(n)])
-        return float(np.linalg.norm(Z, 2) ** 2) * (1 + 1e-12)
-    from scipy.sparse.linalg import ArpackError, LinearOperator, svds
-
-    op = LinearOperator((n, dim), matvec=lambda w: np.ravel(form.matvec(np.ravel(w))),
-                        rmatvec=lambda a: form.rmatvec(np.reshape(a, shape)), dtype=np.float64)
-    try:
-        s = svds(op, k=1, tol=1e-10, return_singular_vectors=False, random_state=0)
-        return float(s[0] ** 2) * (1 + 1e-6)
-    except ArpackError:  # pragma: no cover - degenerate spectra
-        v = np.random.default_rng(0).standard_normal(dim)
-        est = 0.0
-        for _ in range(100):
-            u = op.rmatvec(op.matvec(v))
-            est = float(np.linalg.norm(u))
-            v = u / est
-        return est * 1.1
 
 
 @register
@@ -269,7 +239,8 @@ class ExcessiveGap(Solver):
         if self.lipschitz is not None:
             L = self.lipschitz
         elif fixed:
-            L = spectral_norm_sq(form, problem.dim) / lam
+            L = spectral_norm_sq(form.matvec, form.rmatvec, np.shape(form.center),
+                                 problem.dim) / lam
         else:  # a first trial: the curvature along the gradient (a lower estimate)
             gg = _sq(grad)
             L = _sq(form.rmatvec(grad)) / (lam * gg) if gg > 0 else 0.0
@@ -327,65 +298,8 @@ class ExcessiveGap(Solver):
 
 
 # ----------------------------------------------------------------------------------------
-# the hinge with an unregularized bias (Pragam-b)
+# the hinge with an unregularized bias (Pragam-b): the solver on InterceptHinge
 # ----------------------------------------------------------------------------------------
-class _InterceptHinge(Oracle):
-    r"""The hinge risk minimised over an unregularized bias, a convex function of :math:`w`:
-
-    .. math:: R_b(w) = \min_{b\in\mathbb{R}} \sum_i c_i\,[1 - y_i(\langle x_i, w\rangle + b)]_+
-              = \max_{\alpha\in[0, c],\ y^T\alpha = 0} \sum_i \alpha_i (1 - y_i\langle x_i, w\rangle)
-
-    ([SZV09]_ eq. 20 and App. C). The inner minimum is a weighted quantile of the kinks
-    :math:`y_i - \langle x_i, w\rangle`; the subgradient is :math:`-X^T(y\circ\alpha)` with the
-    dual :math:`\alpha` balanced at the tied kinks so that :math:`y^T\alpha = 0` (Danskin for a
-    partial minimum needs the b-component of the subgradient to vanish). Private: used by
-    :func:`pragam_with_bias` until ``nsopt.losses`` carries an intercept.
-    """
-
-    lower_bound = 0.0
-
-    def __init__(self, X, y, sample_weight=None):
-        self.hinge = Hinge(X, y, sample_weight)
-        self.data, self.y, self.c = self.hinge.data, self.hinge.y, self.hinge.c
-        self.dim, self.m = self.hinge.dim, self.hinge.m
-
-    def intercept(self, w) -> float:
-        """The optimal bias at ``w``."""
-        return self._fit(self.data.dot(self._point(w)))[0]
-
-    def _fit(self, f):
-        y, c = self.y, self.c
-        kinks = y - f
-        order = np.argsort(kinks, kind="stable")
-        target = float(c[y > 0].sum())
-        cum = np.cumsum(c[order])
-        j = min(int(np.searchsorted(cum, target * (1 - 1e-15), side="left")), kinks.size - 1)
-        b = float(kinks[order[j]])
-        margin = y * (kinks - b)            # 1 - y_i (f_i + b)
-        alpha = np.where(margin > 0, c, 0.0)
-        tied = kinks == b
-        need = -float(y @ alpha)            # what the tied examples must bring to y^T alpha
-        pos, neg = tied & (y > 0), tied & (y < 0)
-        wp, wn = float(c[pos].sum()), float(c[neg].sum())
-        if need > 0 and wp > 0:
-            alpha[pos] = c[pos] * min(1.0, need / wp)
-        elif need < 0 and wn > 0:
-            alpha[neg] = c[neg] * min(1.0, -need / wn)
-        return b, float(c @ np.maximum(margin, 0.0)), alpha
-
-    def _value(self, w):
-        return self._fit(self.data.dot(w))[1]
-
-    def _value_and_subgradient(self, w):
-        _, r, alpha = self._fit(self.data.dot(w))
-        return r, -self.data.rdot(self.y * alpha)
-
-    def saddle_form(self) -> SaddleForm:
-        form = Hinge.saddle_form(self)  # the same Z, b and centre; Q adds sum(y alpha) = 0
-        y, c = self.y, self.c
-        return form._replace(project=lambda v: project_box_equality(v, y, 0.0, c, 0.0))
-
-
 class InterceptFit(NamedTuple):
     """``coef`` w, ``intercept`` b and the solver's :class:`~nsopt.Result` (gap history in
     ``result.history``; ``result.x`` is ``coef``)."""
@@ -401,7 +315,8 @@ def pragam_with_bias(X, y, lam, *, sample_weight=None, callback=None, **options)
     .. math:: \min_{w, b}\ \tfrac\lambda2\|w\|^2 + \sum_i c_i\,[1 - y_i(\langle x_i, w\rangle + b)]_+
 
     solved as :class:`ExcessiveGap` on :math:`w` alone, with the bias minimised inside the loss
-    (:math:`c_i = 1/m`, or the normalised ``sample_weight``). The dual set is the box
+    (:class:`~nsopt.losses.intercept.InterceptHinge`; :math:`c_i = 1/m`, or the normalised
+    ``sample_weight``). The dual set is the box
     :math:`[0, c]` with :math:`y^T\alpha = 0` ([SZV09]_ eq. 22), projected in O(m)
     (:func:`nsopt.inner._box_equality.project_box_equality`). ``options`` are those of
     :class:`ExcessiveGap` (``rtol``, ``max_iter``, ``adaptive_lipschitz``, ...).
@@ -427,7 +342,7 @@ def pragam_with_bias(X, y, lam, *, sample_weight=None, callback=None, **options)
     >>> bool(fit.result.success), fit.coef.shape
     (True, (20,))
     """
-    loss = _InterceptHinge(X, y, sample_weight)
+    loss = InterceptHinge(X, y, sample_weight)
     problem = RegularizedRisk(loss, L2(), lam)
     res = ExcessiveGap(**options).solve(problem, callback=callback)
     return InterceptFit(res.x, loss.intercept(res.x), res)

@@ -23,7 +23,7 @@ from ..inner import QPSimplex
 from ..problem import RegularizedRisk, as_problem
 from ..regularizers import L2
 from .._validation import Interval, NoneOr, Option, Options
-from ._base import Solver
+from ._base import Solver, bare_oracle
 from ._start import sgd_start
 from ._cutting_plane import PLANE_OPTIONS, add_and_solve, bundle_planes, master_solver, new_bundle
 from ._registry import register
@@ -246,7 +246,7 @@ class ProxBMRM(ProximalBundle):
 
     def _prox(self, problem, s, alpha, warm):
         return _prox_master(s.bundle, s.master, problem.lam, 2.0 * alpha, s.w, warm, None,
-                            getattr(problem, "deadline", None))
+                            problem.deadline)
 
     def step(self, problem, s):
         lam, c, K = problem.lam, s.w, s.K
@@ -409,7 +409,7 @@ class TrustRegionBundle(ProximalBundle):
 
     def init(self, problem, x0):
         # on a bare oracle the planes keep their query points: the evidence of the bound
-        bundle = PlaneBundle(problem.dim, evidence="points" if _bare(problem) else None)
+        bundle = PlaneBundle(problem.dim, evidence="points" if bare_oracle(problem) else None)
         ev = problem.evaluate(x0)
         bundle.add_at(ev.w, ev.fun, ev.subgradient)
         gnorm = float(np.linalg.norm(ev.subgradient))
@@ -425,14 +425,14 @@ class TrustRegionBundle(ProximalBundle):
         bundle = s.bundle
         sol, x = _prox_master(bundle, s.master, 0.0, u, s.centre,
                               warm if warm is not None and warm.size == bundle.n else None, None,
-                              getattr(problem, "deadline", None))
+                              problem.deadline)
         beta = sol.alpha
         g_hat = bundle.rmatvec(beta)
         lin = float(beta @ (bundle.b + bundle.matvec(s.centre)))   # aggregate linearization at centre
         eps = max(s.fun_centre - lin, 0.0)
         gnorm = float(np.linalg.norm(g_hat))
         delta = eps + gnorm ** 2 / u
-        if _bare(problem):
+        if bare_oracle(problem):
             lower, evidence = self._certify(problem, bundle, beta, gnorm, s.lower_bound, s.evidence)
         else:  # a RegularizedRisk: the plane certifier's evidence serves; this is not offered
             lower, evidence = problem.lower_bound, None
@@ -514,11 +514,6 @@ class TrustRegionBundle(ProximalBundle):
                 "eps_subgradient": s.linearization_error, "aggregate_norm": s.subgradient_norm,
                 "stationary": bool(s.stationary),
                 "n_planes": s.n_planes}
-
-
-def _bare(problem) -> bool:
-    """Whether the run's problem is not a RegularizedRisk (seen through its CountingOracle)."""
-    return not isinstance(getattr(problem, "oracle", problem), RegularizedRisk)
 
 
 # ----------------------------------------------------------------------------------------

@@ -12,103 +12,30 @@ and its minimiser, a quasi-Newton *descent* direction :math:`p_t = -B_t\bar g_t`
 (:mod:`nsopt.linesearch`) or is exact where the line function has an exact minimiser; and the
 curvature pair is kept positive (:math:`s^T y > 0`, :math:`s^T y / y^T y \ge h`).
 ``SubBFGS`` stores :math:`B_t` densely, ``SubLBFGS`` as the last ``memory`` pairs (two-loop
-recursion); they share :meth:`SubBFGS.step` and differ only in that store.
+recursion); they share the quasi-Newton loop (:mod:`nsopt.solvers._quasi_newton`, where the
+stores live) and this module's iteration, :class:`SubgradientStep`, and differ only in the store.
 
-On ``RegularizedRisk(Logistic, L1, lam)`` ``SubLBFGS`` runs the paper's OWL-QN* (Sec. 7.1.1,
-8.4) by default, or plain OWL-QN (Andrew & Gao 2007) for comparison.
+On ``RegularizedRisk(loss, L1, lam)`` with a differentiable loss ``SubLBFGS`` plugs in OWL-QN's
+iteration instead (:mod:`nsopt.solvers.owlqn`): the paper's OWL-QN* (Sec. 7.1.1, 8.4) by
+default, with Algorithm 2 as its direction finder, or plain OWL-QN (Andrew & Gao 2007) for
+comparison.
 """
 from __future__ import annotations
 
 import math
-from numbers import Integral, Real
+from numbers import Integral
 from typing import NamedTuple
 
 import numpy as np
 
-from ..certificate import OraclePlanes, zero_aggregate
-from ..linesearch import exact_line_search, wolfe_line_search
-from ..problem import RegularizedRisk
-from .._validation import Interval, NoneOr, Option, Options
-from ._base import Solver
+from .._validation import Interval, Option, Options
+from ._base import bare_oracle
+from ._quasi_newton import DenseInverseHessian, LBFGSInverseHessian, QuasiNewton
 from ._registry import register
+from .owlqn import OrthantWiseStep, applies as _owlqn_applies
 
-__all__ = ["SubBFGS", "SubLBFGS", "descent_direction", "DescentDirection",
+__all__ = ["SubBFGS", "SubLBFGS", "SubgradientStep", "descent_direction", "DescentDirection",
            "DenseInverseHessian", "LBFGSInverseHessian"]
-
-
-# ----------------------------------------------------------------------------------------
-# The inverse-Hessian stores: the only difference between SubBFGS and SubLBFGS
-# ----------------------------------------------------------------------------------------
-class DenseInverseHessian(NamedTuple):
-    r"""Dense :math:`B_t`, updated by [YVGS10]_ eq. 6 in O(d^2).
-
-    ``scaling="identity"``: :math:`B_0 = I` (Alg. 1); ``"gamma"``: :math:`B_0` is replaced by
-    :math:`(s^Ty/y^Ty)\,I` before the first update ([NW06]_ eq. 6.20)."""
-
-    B: np.ndarray
-    scaling: str = "identity"
-    n_updates: int = 0
-
-    @classmethod
-    def new(cls, dim, scaling="identity", memory=None):
-        """:math:`B_0 = I` (``memory`` is ignored: the signature is the stores' common one)."""
-        return cls(np.eye(dim), scaling, 0)
-
-    def dot(self, v):
-        return self.B @ v
-
-    def reset(self):
-        return self.new(self.B.shape[0], self.scaling)
-
-    def update(self, s, y):
-        B = self.B
-        if self.n_updates == 0 and self.scaling == "gamma":
-            B = (s @ y) / (y @ y) * np.eye(B.shape[0])
-        rho = 1.0 / (s @ y)
-        By = B @ y
-        # (I - rho s y^T) B (I - rho y s^T) + rho s s^T, expanded (B symmetric)
-        B = (B - rho * (np.outer(s, By) + np.outer(By, s))
-             + (rho * rho * (y @ By) + rho) * np.outer(s, s))
-        return self._replace(B=B, n_updates=self.n_updates + 1)
-
-
-class LBFGSInverseHessian(NamedTuple):
-    r"""The last ``memory`` pairs :math:`(s_i, y_i)`; :math:`B v` by the two-loop recursion
-    ([NW06]_ Alg. 7.4) in O(memory d). ``scaling="identity"``: :math:`H_0 = I` (then the
-    products equal the dense store's while no pair has been dropped: [YVGS10]_ R31 of the
-    notes); ``"gamma"``: :math:`H_0 = (s^Ty/y^Ty)\,I` from the newest pair ([NW06]_ eq. 7.20)."""
-
-    s: tuple
-    y: tuple
-    rho: tuple
-    memory: int
-    scaling: str = "identity"
-
-    @classmethod
-    def new(cls, dim, scaling="identity", memory=15):
-        return cls((), (), (), memory, scaling)
-
-    def reset(self):
-        return self._replace(s=(), y=(), rho=())
-
-    def dot(self, v):
-        q = np.array(v, dtype=np.float64)
-        k = len(self.s)
-        alpha = np.empty(k)
-        for i in range(k - 1, -1, -1):
-            alpha[i] = self.rho[i] * (self.s[i] @ q)
-            q -= alpha[i] * self.y[i]
-        if k and self.scaling == "gamma":
-            q *= (self.s[-1] @ self.y[-1]) / (self.y[-1] @ self.y[-1])
-        for i in range(k):
-            beta = self.rho[i] * (self.y[i] @ q)
-            q += (alpha[i] - beta) * self.s[i]
-        return q
-
-    def update(self, s, y):
-        m = self.memory
-        return self._replace(s=(self.s + (s,))[-m:], y=(self.y + (y,))[-m:],
-                             rho=(self.rho + (1.0 / (s @ y),))[-m:])
 
 
 # ----------------------------------------------------------------------------------------
@@ -242,26 +169,127 @@ class _Identity:
         return np.array(v, dtype=np.float64)
 
 
-def _pseudo_gradient(w, loss_grad, lam):
-    """OWL-QN's pseudo-gradient (Andrew & Gao 2007, eq. 4): the minimum-norm element of
-    :math:`\\nabla L(w) + \\lambda\\,\\partial\\|w\\|_1`."""
-    g = loss_grad + lam * np.sign(w)
-    zero = w == 0
-    gz = loss_grad[zero]
-    g[zero] = np.where(gz + lam < 0, gz + lam, np.where(gz - lam > 0, gz - lam, 0.0))
-    return g
+# ----------------------------------------------------------------------------------------
+# The iteration: Algorithm 2, then the line search (the variant SubBFGS plugs in)
+# ----------------------------------------------------------------------------------------
+class SubgradientStep:
+    r"""One iteration of [YVGS10]_ Alg. 1 (l. 5-15): the direction of Algorithm 2, the line
+    search with null steps, the curvature pair; on a failure, Algorithm 2 again with
+    :math:`B = I`. The :class:`~nsopt.solvers._quasi_newton.QuasiNewtonVariant` of
+    :class:`SubBFGS` and :class:`SubLBFGS` (details in :class:`SubBFGS`'s Notes)."""
+
+    name = "subbfgs"
+
+    def __repr__(self):
+        return "SubgradientStep()"
+
+    def step(self, solver, problem, s):
+        first = s.g_bar is None and solver.initial_epsilon is not None
+        eps = solver.initial_epsilon if first else solver.epsilon
+        counts = dict(n_inner=s.n_inner, n_null_steps=s.n_null_steps, n_line_evals=s.n_line_evals,
+                      n_armijo_violations=s.n_armijo_violations)
+        # [YVGS10, Alg. 1, l. 5]: direction; l. 9: line search (with null steps, see Notes)
+        found = self._direction_and_step(solver, problem, s.w, s.fun, s.g, s.store, eps, counts,
+                                         s.g_origin)
+        n_failures, n_restarts, store = s.n_failures, s.n_restarts, s.store
+        if isinstance(found, _Stuck):                                  # l. 6: failure
+            n_failures += 1
+            found = self._direction_and_step(solver, problem, s.w, s.fun, s.g, _Identity, eps,
+                                             counts, s.g_origin)
+            if isinstance(found, _Stuck):                              # stationary: stop
+                gnorm = float(np.linalg.norm(found.g_bar))
+                # g_bar = 0 exactly proves J(v) >= J(w) - eps for every v: a lower bound, on a
+                # bare oracle only when its recipe sums to zero exactly (else nothing is proven)
+                lower, evidence = s.lower_bound, s.evidence
+                if gnorm == 0.0 and not bare_oracle(problem):
+                    lower = s.fun - found.lin_err  # not offered without evidence (unchanged)
+                elif gnorm == 0.0:
+                    proof = solver.zero_evidence(problem, found.recipe, s.fun - found.lin_err)
+                    if proof is not None:
+                        lower, evidence = s.fun - found.lin_err, proof
+                return s._replace(stationary=True, n_failures=n_failures, lower_bound=lower,
+                                  evidence=evidence, subgradient_norm=gnorm,
+                                  linearization_error=found.lin_err, **counts)
+            n_restarts += 1
+            store = store.reset()
+        d, ls, lin_err = found
+        common = dict(n_failures=n_failures, n_restarts=n_restarts, g_bar=d.g_bar,
+                      subgradient_norm=float(np.linalg.norm(d.g_bar)),
+                      linearization_error=lin_err, **counts)
+        if math.isinf(ls.eta):
+            return s._replace(unbounded=True, eta=math.inf, **common)
+        w_new = s.w + ls.eta * d.p                                     # l. 10-11
+        ev = problem.evaluate(w_new)
+        step = w_new - s.w
+        g_new, g_origin = ev.subgradient, (ev.w, None)                 # l. 12
+        if solver.curvature_subgradient == "argsup" or step @ (g_new - s.g) <= 0:
+            g_new, g_origin = problem.sup_subgradient(w_new, d.p)[1], (ev.w, d.p)
+        store, skipped, shifted = solver.curvature_update(store, step, g_new - s.g)  # l. 13-15
+        # gtol: the aggregate at the previous point w was small. Moved to w_new, g_bar is an
+        # eps'-subgradient there, eps' = eps + J(w_new) - J(w) - <g_bar, w_new - w> >= 0
+        stationary = bare_oracle(problem) and common["subgradient_norm"] <= solver.gtol
+        common["linearization_error"] = max(
+            lin_err + ev.fun - s.fun - float(d.g_bar @ (ev.w - s.w)), 0.0)
+        return s._replace(w=ev.w, fun=ev.fun, g=g_new, g_origin=g_origin, store=store, eta=ls.eta,
+                          stationary=stationary, n_skipped_updates=s.n_skipped_updates + skipped,
+                          n_shifts=s.n_shifts + shifted, **common)
+
+    @staticmethod
+    def _direction_and_step(solver, problem, w, f0, g1, store, eps, counts, origin=None):
+        """Algorithm 2, then the line search; a step below rounding is a null step that
+        feeds Algorithm 2 one more subgradient. Returns ``(direction, line search,
+        linearization error of its g_bar at w)``, or :class:`_Stuck` (no descent found).
+        ``origin``: where ``g1`` came from (for the evidence of a zero aggregate)."""
+        k_max = solver.max_direction_iter
+        alg = _Alg2(store, g1, origin)
+        p = alg.p
+        alg.observe(*problem.sup_subgradient(w, p), origin=(w, p))
+        scale = max(1.0, float(np.abs(w).max(initial=0.0)))
+        try:
+            while True:
+                alg.run(problem, w, eps, k_max)
+                d = alg.result()
+                if not d.success:
+                    return _Stuck(alg.g_bar, alg.lin_err, alg.recipe)
+                ls = solver.line_step(problem, w, f0, d.p, d.slope)
+                counts["n_line_evals"] += ls.n_evals
+                if math.isinf(ls.eta):
+                    return d, ls, alg.best[4]
+                reach = solver.kink_tol * scale / float(np.abs(d.p).max())
+                if ls.eta > reach:
+                    if not ls.value < f0:                             # rounding: give up
+                        return _Stuck(alg.g_bar, alg.lin_err, alg.recipe)
+                    if ls.exact and not ls.value <= f0 + solver.c1 * ls.eta * d.slope:
+                        counts["n_armijo_violations"] += 1
+                    return d, ls, alg.best[4]
+                if alg.n_inner + 1 >= k_max:
+                    return _Stuck(alg.g_bar, alg.lin_err, alg.recipe)
+                # null step: probe the far side of the kinks within reach of w; its subgradient
+                # g at w' = w + r p has linearization error J(w) - J(w') + r g^T p at w
+                counts["n_null_steps"] += 1
+                w_far = w + reach * d.p
+                slope, g = problem.sup_subgradient(w_far, d.p)
+                lin_err = max(f0 - problem.value(w_far) + reach * slope, 0.0)
+                alg.restart_from_best(slope, g, lin_err, origin=(w_far, d.p))
+                if not alg.mix():                                     # no dual progress
+                    return _Stuck(alg.g_bar, alg.lin_err, alg.recipe)
+                p = alg.p
+                alg.observe(*problem.sup_subgradient(w, p), origin=(w, p))
+        finally:
+            counts["n_inner"] += alg.n_inner
 
 
-def _bare(problem) -> bool:
-    """Whether the run's problem is not a RegularizedRisk (seen through its CountingOracle)."""
-    return not isinstance(getattr(problem, "oracle", problem), RegularizedRisk)
+#: the iteration of subBFGS / subLBFGS (stateless: one instance serves every run)
+SUBGRADIENT_STEP = SubgradientStep()
+#: the OWL-QN variants (OWL-QN* with Algorithm 2 as its direction finder)
+OWLQN_VARIANTS = {"owlqn": OrthantWiseStep(), "owlqn*": OrthantWiseStep(descent_direction)}
 
 
 # ----------------------------------------------------------------------------------------
 # The solvers
 # ----------------------------------------------------------------------------------------
 @register
-class SubBFGS(Solver):
+class SubBFGS(QuasiNewton):
     r"""subBFGS ([YVGS10]_ Alg. 1): BFGS for nonsmooth convex functions, dense :math:`B_t`.
 
     Minimises any convex :class:`~nsopt.Oracle` whose ``sup_subgradient`` is exact (every
@@ -308,7 +336,7 @@ class SubBFGS(Solver):
         aggregated subgradient :math:`\|\bar g_t\|_2 \le` ``gtol``.
     kink_tol : float in [0, 1], default 1e-10
         Points within ``kink_tol * max(1, |w|_inf)`` of :math:`w_t` count as :math:`w_t`
-        for the kinks (see Notes: null steps; the OWL-QN modes snap such coordinates to 0).
+        for the kinks (see Notes: null steps; the OWL-QN variants snap such coordinates to 0).
     **common
         ``rtol, atol, max_iter, max_time, verbose`` (see :func:`nsopt.minimize`).
 
@@ -376,234 +404,10 @@ class SubBFGS(Solver):
     """
 
     name = "subbfgs"
-    certificate_source = "zero-subgradient"  # its own bound (bare oracles); the planes' on a risk
-    requires = ("sup_subgradient",)
-    history_fields = ("eta", "n_inner", "n_failures", "n_null_steps")
-    _store = DenseInverseHessian
-    options = {
-        "epsilon": Option(1e-5, Interval(Real, 0, None, closed="left"),
-                          doc="Alg. 2's tolerance on the direction's slope"),
-        "initial_epsilon": Option(None, NoneOr(Interval(Real, 0, None, closed="left")),
-                                  doc="epsilon of the first iteration (None: epsilon)"),
-        "max_direction_iter": Option(100, Interval(Integral, 1, None, closed="left"),
-                                     doc="k_max: Alg. 2's iteration limit per direction",
-                                     renamed_from="k_max"),
-        "inverse_hessian_floor": Option(1e-8, Interval(Real, 0, None, closed="neither"),
-                                        doc="h: lower bound on s^Ty / y^Ty (Alg. 1, l. 14)",
-                                        renamed_from="h"),
-        "c1": Option(1e-4, Interval(Real, 0, 1, closed="neither"), doc="Armijo constant"),
-        "c2": Option(0.9, Interval(Real, 0, 1, closed="neither"), doc="curvature constant"),
-        "line_search": Option("auto", Options(("auto", "exact", "wolfe")),
-                              doc="exact where the line knows its kinks, else Wolfe"),
-        "initial_scaling": Option("identity", Options(("identity", "gamma")), doc="B_0"),
-        "curvature_subgradient": Option("argsup", Options(("argsup", "oracle")),
-                                        doc="g_{t+1} of the curvature pair"),
-        "gtol": Option(1e-8, Interval(Real, 0, None, closed="left"),
-                       doc="stop when ||g_bar|| <= gtol (no certificate)"),
-        "kink_tol": Option(1e-10, Interval(Real, 0, 1, closed="both"),
-                           doc="relative distance within which points count as the same kink"),
-    }
 
-    class State(NamedTuple):
-        w: np.ndarray              # w_t
-        fun: float                 # J(w_t)
-        g: np.ndarray              # g_t in dJ(w_t): Alg. 2 starts from it, y_t uses it
-        g_origin: tuple            # (w_t, p): g_t = sup_subgradient(w_t, p)[1], or the oracle's (p None)
-        loss_grad: np.ndarray | None  # grad L(w_t) (OWL-QN modes only)
-        store: object              # B_t: DenseInverseHessian or LBFGSInverseHessian
-        g_bar: np.ndarray | None   # aggregated subgradient of the last direction search
-        eta: float                 # last step size
-        lower_bound: float         # an exactly zero aggregate's bound, else -inf (see Notes)
-        evidence: object           # its proof (OraclePlanes), None without a bound or on a risk
-        stationary: bool           # stationary by the solver's own test (see Notes)
-        subgradient_norm: float    # ||g_bar|| of the last direction search (eps-subgradient at w)
-        linearization_error: float  # its eps: J(v) >= J(w) + <g_bar, v - w> - eps for all v
-        unbounded: bool            # J -> -inf along the last direction
-        mode: str                  # "subbfgs", "owlqn*" or "owlqn"
-        n_inner: int
-        n_failures: int
-        n_restarts: int
-        n_null_steps: int
-        n_skipped_updates: int
-        n_shifts: int
-        n_armijo_violations: int
-        n_line_evals: int
-
-    def __init__(self, **options):
-        super().__init__(**options)
-        c1, c2 = self.config["c1"], self.config["c2"]
-        if not c1 < c2:
-            raise ValueError(f"need c1 < c2, got c1={c1}, c2={c2}")
-
-    # ------------------------------------------------------------------------------------
-    def _mode(self, problem):
-        return "subbfgs"
-
-    def init(self, problem, x0):
-        ev = problem.evaluate(x0)                                      # [YVGS10, Alg. 1, l. 3]
-        store = self._store.new(problem.dim, self.initial_scaling, self.config.get("memory"))
-        return self.State(w=ev.w, fun=ev.fun, g=ev.subgradient, g_origin=(ev.w, None),
-                          loss_grad=ev.loss_subgradient,
-                          store=store, g_bar=None, eta=0.0, lower_bound=-math.inf, evidence=None,
-                          stationary=False, subgradient_norm=math.nan,
-                          linearization_error=math.nan, unbounded=False,
-                          mode=self._mode(problem),
-                          n_inner=0, n_failures=0, n_restarts=0, n_null_steps=0,
-                          n_skipped_updates=0, n_shifts=0, n_armijo_violations=0,
-                          n_line_evals=0)
-
-    def step(self, problem, s):
-        if s.stationary:
-            return s
-        gnorm = float(np.linalg.norm(s.g))
-        if gnorm <= self.gtol and _bare(problem):
-            # g_t itself is a subgradient at w_t (eps = 0): stationary before any search; g_t = 0
-            # proves J >= J(w_t) everywhere
-            lower, evidence = s.lower_bound, s.evidence
-            if gnorm == 0.0:
-                lower, evidence = s.fun, self._zero_evidence(
-                    problem, ((1.0, s.g_origin[0], s.g_origin[1], s.g),), s.fun)
-            return s._replace(stationary=True, subgradient_norm=gnorm, linearization_error=0.0,
-                              lower_bound=lower, evidence=evidence)
-        if s.mode != "subbfgs":
-            return self._owlqn_step(problem, s)
-        first = s.g_bar is None and self.initial_epsilon is not None
-        eps = self.initial_epsilon if first else self.epsilon
-        counts = dict(n_inner=s.n_inner, n_null_steps=s.n_null_steps, n_line_evals=s.n_line_evals,
-                      n_armijo_violations=s.n_armijo_violations)
-        # [YVGS10, Alg. 1, l. 5]: direction; l. 9: line search (with null steps, see Notes)
-        found = self._direction_and_step(problem, s.w, s.fun, s.g, s.store, eps, counts,
-                                         s.g_origin)
-        n_failures, n_restarts, store = s.n_failures, s.n_restarts, s.store
-        if isinstance(found, _Stuck):                                  # l. 6: failure
-            n_failures += 1
-            found = self._direction_and_step(problem, s.w, s.fun, s.g, _Identity, eps, counts,
-                                             s.g_origin)
-            if isinstance(found, _Stuck):                              # stationary: stop
-                gnorm = float(np.linalg.norm(found.g_bar))
-                # g_bar = 0 exactly proves J(v) >= J(w) - eps for every v: a lower bound, on a
-                # bare oracle only when its recipe sums to zero exactly (else nothing is proven)
-                lower, evidence = s.lower_bound, s.evidence
-                if gnorm == 0.0 and not _bare(problem):
-                    lower = s.fun - found.lin_err  # not offered without evidence (unchanged)
-                elif gnorm == 0.0:
-                    proof = self._zero_evidence(problem, found.recipe, s.fun - found.lin_err)
-                    if proof is not None:
-                        lower, evidence = s.fun - found.lin_err, proof
-                return s._replace(stationary=True, n_failures=n_failures, lower_bound=lower,
-                                  evidence=evidence, subgradient_norm=gnorm,
-                                  linearization_error=found.lin_err, **counts)
-            n_restarts += 1
-            store = store.reset()
-        d, ls, lin_err = found
-        common = dict(n_failures=n_failures, n_restarts=n_restarts, g_bar=d.g_bar,
-                      subgradient_norm=float(np.linalg.norm(d.g_bar)),
-                      linearization_error=lin_err, **counts)
-        if math.isinf(ls.eta):
-            return s._replace(unbounded=True, eta=math.inf, **common)
-        w_new = s.w + ls.eta * d.p                                     # l. 10-11
-        ev = problem.evaluate(w_new)
-        step = w_new - s.w
-        g_new, g_origin = ev.subgradient, (ev.w, None)                 # l. 12
-        if self.curvature_subgradient == "argsup" or step @ (g_new - s.g) <= 0:
-            g_new, g_origin = problem.sup_subgradient(w_new, d.p)[1], (ev.w, d.p)
-        store, skipped, shifted = self._update(store, step, g_new - s.g)  # l. 13-15
-        # gtol: the aggregate at the previous point w was small. Moved to w_new, g_bar is an
-        # eps'-subgradient there, eps' = eps + J(w_new) - J(w) - <g_bar, w_new - w> >= 0
-        stationary = (not isinstance(getattr(problem, "oracle", problem), RegularizedRisk)
-                      and common["subgradient_norm"] <= self.gtol)
-        common["linearization_error"] = max(
-            lin_err + ev.fun - s.fun - float(d.g_bar @ (ev.w - s.w)), 0.0)
-        return s._replace(w=ev.w, fun=ev.fun, g=g_new, g_origin=g_origin, store=store, eta=ls.eta,
-                          stationary=stationary, n_skipped_updates=s.n_skipped_updates + skipped,
-                          n_shifts=s.n_shifts + shifted, **common)
-
-    def _update(self, store, s_vec, y):
-        sy = float(s_vec @ y)
-        if not (sy > 0 and math.isfinite(sy)):
-            return store, 1, 0
-        yy = float(y @ y)
-        h = self.inverse_hessian_floor
-        shifted = sy / yy < h
-        if shifted:                                                    # l. 14
-            s_vec = s_vec + (h - sy / yy) * y
-        return store.update(s_vec, y), 0, int(shifted)
-
-    def _line_search(self, problem, w, f0, p, slope, eta0=1.0):
-        line = problem.restrict(w, p)
-        kw = dict(c1=self.c1, c2=self.c2, eta0=eta0)
-        if self.line_search == "wolfe":
-            return wolfe_line_search(line, f0, slope, **kw)
-        res = exact_line_search(line, f0=f0, slope0=slope, **kw)
-        if self.line_search == "exact" and not res.exact:
-            raise NotImplementedError(
-                f"line_search='exact' but {type(line).__name__} has no exact minimiser; "
-                "use line_search='auto' or 'wolfe'")
-        return res
-
-    def _zero_evidence(self, problem, recipe, lower):
-        """:class:`~nsopt.certificate.OraclePlanes` for an aggregate subgradient ``recipe``
-        (``(weight, point, direction, g)`` tuples) that sums to zero exactly, else None."""
-        if recipe is None or not recipe:
-            return None
-        weights = np.array([c for c, _, _, _ in recipe])
-        if not zero_aggregate(weights, np.array([g for _, _, _, g in recipe])):
-            return None
-        return OraclePlanes(tuple(x for _, x, _, _ in recipe), weights,
-                            directions=tuple(p for _, _, p, _ in recipe),
-                            floor_value=problem.lower_bound,
-                            plane=(np.zeros(problem.dim), float(lower)))
-
-    def _direction_and_step(self, problem, w, f0, g1, store, eps, counts, origin=None):
-        """Algorithm 2, then the line search; a step below rounding is a null step that
-        feeds Algorithm 2 one more subgradient. Returns ``(direction, line search,
-        linearization error of its g_bar at w)``, or :class:`_Stuck` (no descent found).
-        ``origin``: where ``g1`` came from (for the evidence of a zero aggregate)."""
-        alg = _Alg2(store, g1, origin)
-        p = alg.p
-        alg.observe(*problem.sup_subgradient(w, p), origin=(w, p))
-        scale = max(1.0, float(np.abs(w).max(initial=0.0)))
-        try:
-            while True:
-                alg.run(problem, w, eps, self.max_direction_iter)
-                d = alg.result()
-                if not d.success:
-                    return _Stuck(alg.g_bar, alg.lin_err, alg.recipe)
-                ls = self._line_search(problem, w, f0, d.p, d.slope)
-                counts["n_line_evals"] += ls.n_evals
-                if math.isinf(ls.eta):
-                    return d, ls, alg.best[4]
-                reach = self.kink_tol * scale / float(np.abs(d.p).max())
-                if ls.eta > reach:
-                    if not ls.value < f0:                             # rounding: give up
-                        return _Stuck(alg.g_bar, alg.lin_err, alg.recipe)
-                    if ls.exact and not ls.value <= f0 + self.c1 * ls.eta * d.slope:
-                        counts["n_armijo_violations"] += 1
-                    return d, ls, alg.best[4]
-                if alg.n_inner + 1 >= self.max_direction_iter:
-                    return _Stuck(alg.g_bar, alg.lin_err, alg.recipe)
-                # null step: probe the far side of the kinks within reach of w; its subgradient
-                # g at w' = w + r p has linearization error J(w) - J(w') + r g^T p at w
-                counts["n_null_steps"] += 1
-                w_far = w + reach * d.p
-                slope, g = problem.sup_subgradient(w_far, d.p)
-                lin_err = max(f0 - problem.value(w_far) + reach * slope, 0.0)
-                alg.restart_from_best(slope, g, lin_err, origin=(w_far, d.p))
-                if not alg.mix():                                     # no dual progress
-                    return _Stuck(alg.g_bar, alg.lin_err, alg.recipe)
-                p = alg.p
-                alg.observe(*problem.sup_subgradient(w, p), origin=(w, p))
-        finally:
-            counts["n_inner"] += alg.n_inner
-
-    # ------------------------------------------------------------------------------------
-    def _owlqn_step(self, problem, s):
-        raise NotImplementedError  # SubLBFGS only
-
-    def info(self, s):
-        return {k: getattr(s, k) for k in (
-            "n_inner", "n_failures", "n_restarts", "n_null_steps", "n_skipped_updates",
-            "n_shifts", "n_armijo_violations", "n_line_evals", "unbounded", "mode")}
+    def variant_for(self, problem):
+        """Every problem: Algorithm 2 and the subgradient line search (:class:`SubgradientStep`)."""
+        return SUBGRADIENT_STEP
 
 
 @register
@@ -629,8 +433,10 @@ class SubLBFGS(SubBFGS):
         (L1-hinge, 120 x 8: stalled at a relative gap of 1e-5 with ``"gamma"``, 49 iterations
         to 1e-6 with ``"identity"``).
     owlqn_variant : {"owlqn*", "owlqn", "none"}, default "owlqn*"
-        On ``RegularizedRisk(Logistic, L1, lam)`` (detected by ``isinstance`` on the problem,
-        its loss and its regularizer; subclasses count): ``"owlqn*"`` is the paper's OWL-QN*
+        On a ``RegularizedRisk`` whose regularizer is :math:`\|w\|_1` (``reg.l1_ratio == 1``)
+        and whose loss is differentiable (``loss.differentiable``; e.g. ``Logistic``,
+        ``SquaredHinge``), the iteration is OWL-QN's (:mod:`nsopt.solvers.owlqn`, plugged into
+        the same loop; ``Result.info["mode"]`` names it): ``"owlqn*"`` is the paper's OWL-QN*
         (Sec. 7.1.1, 8.4): OWL-QN with its direction replaced by Algorithm 2 started from the
         pseudo-gradient :math:`g^{ow}`, the argsup oracle applying the sign rule at zero
         coordinates (:math:`\lambda\,\mathrm{sign}(p_j)` where :math:`w_j = 0`, R6), with
@@ -642,7 +448,7 @@ class SubLBFGS(SubBFGS):
 
     Notes
     -----
-    Both OWL-QN modes then take OWL-QN's step ([AG07]_): the orthant projection
+    Both OWL-QN variants then take OWL-QN's step ([AG07]_): the orthant projection
     :math:`\pi` keeps :math:`p_j` only where it has the sign of :math:`-g^{ow}_j` (so
     :math:`J'(w; p) = g^{ow\,T} p`), the orthant is :math:`\mathrm{sign}(w_j)`, or
     :math:`-\mathrm{sign}(g^{ow}_j)` where :math:`w_j = 0`, and the line search backtracks on the
@@ -670,79 +476,20 @@ class SubLBFGS(SubBFGS):
     """
 
     name = "sublbfgs"
-    _store = LBFGSInverseHessian
     options = {
         **SubBFGS.options,
         "memory": Option(15, Interval(Integral, 1, None, closed="left"),
                          doc="curvature pairs kept"),
         "owlqn_variant": Option("owlqn*", Options(("owlqn*", "owlqn", "none")),
-                                doc="OWL-QN mode on L1 with a differentiable loss"),
+                                doc="OWL-QN variant on L1 with a differentiable loss"),
     }
 
-    def _mode(self, problem):
-        J = getattr(problem, "oracle", problem)
-        if (self.owlqn_variant != "none" and isinstance(J, RegularizedRisk)
-                and J.reg.l1_ratio == 1.0 and J.loss.differentiable):
-            return self.owlqn_variant
-        return "subbfgs"
+    def new_store(self, dim):
+        """:math:`H_0` of a run: the last ``memory`` pairs (:class:`LBFGSInverseHessian`)."""
+        return LBFGSInverseHessian.new(dim, self.initial_scaling, self.memory)
 
-    def _owlqn_step(self, problem, s):
-        lam, w = problem.lam, s.w
-        g_ow = _pseudo_gradient(w, s.loss_grad, lam)
-        snap = self.kink_tol * max(1.0, float(np.abs(w).max(initial=0.0)))
-        counts = dict(n_inner=s.n_inner, n_failures=s.n_failures, n_restarts=s.n_restarts)
-        for store in (s.store, s.store.reset()):      # quasi-Newton, then a restart from B = I
-            if store is not s.store:
-                counts["n_failures"] += 1
-            if s.mode == "owlqn":
-                p = -store.dot(g_ow)
-            else:                                                      # Alg. 2 from g_ow
-                d = descent_direction(problem, w, g_ow, store, self.epsilon,
-                                      self.max_direction_iter)
-                counts["n_inner"] += d.n_inner
-                p = d.p
-            # [AG07] projection pi: keep p_j only where it agrees in sign with -g_ow; then
-            # J'(w; p) = g_ow^T p, and the orthant is sign(w), or -sign(g_ow) at zeros
-            projected = np.where(p * g_ow < 0, p, 0.0)
-            ok, slope_g = float(g_ow @ projected) < 0, g_ow
-            orthant = np.where(w != 0, np.sign(w), -np.sign(g_ow))
-            if s.mode == "owlqn*" and not ok and d.success:
-                # pi destroyed descent: keep Alg. 2's direction, orthant by its signs at zeros
-                projected, ok, slope_g = p, True, d.g_sup
-                orthant = np.where(w != 0, np.sign(w), np.sign(p))
-            p = projected
-            if not ok:
-                continue
-            ev, eta = self._projected_backtracking(
-                problem, s.fun, w, p, slope_g, orthant, snap,
-                eta=1.0 if len(store.s) else 1.0 / float(np.linalg.norm(p)))
-            if ev is not None:
-                break
-        else:                                                          # stationary: stop
-            # for L1 + a smooth loss the pseudo-gradient is the least-norm subgradient at w
-            return s._replace(stationary=True, subgradient_norm=float(np.linalg.norm(g_ow)),
-                              linearization_error=0.0, **counts)
-        if store is not s.store:
-            counts["n_restarts"] += 1
-        step, y = ev.w - w, ev.loss_subgradient - s.loss_grad
-        store, skipped, shifted = self._update(store, step, y)
-        return s._replace(w=ev.w, fun=ev.fun, g=ev.subgradient, g_origin=(ev.w, None),
-                          loss_grad=ev.loss_subgradient,
-                          store=store, eta=eta,
-                          n_skipped_updates=s.n_skipped_updates + skipped,
-                          n_shifts=s.n_shifts + shifted, **counts)
-
-    def _projected_backtracking(self, problem, f0, w, p, slope_g, orthant, snap, eta):
-        """[AG07]'s line search on the path P(w + eta p), P zeroing the coordinates that leave
-        the orthant (and, nsopt's addition, those within ``kink_tol`` of 0: a coordinate that
-        lands 1e-20 from 0 is a kink in all but rounding). Armijo with ``c1`` on
-        ``slope_g^T (x - w)``; halving, 50 trials. Returns (evaluation, eta), or (None, 0)
-        if no trial decreases J."""
-        for _ in range(50):
-            x = w + eta * p
-            x[(np.sign(x) != orthant) | (np.abs(x) <= snap)] = 0.0
-            ev = problem.evaluate(x)
-            if ev.fun <= f0 + self.c1 * float(slope_g @ (x - w)) and ev.fun < f0:
-                return ev, eta
-            eta *= 0.5
-        return None, 0.0
+    def variant_for(self, problem):
+        """OWL-QN's iteration (``owlqn_variant``) where it applies, else subLBFGS's."""
+        if self.owlqn_variant != "none" and _owlqn_applies(problem.problem):
+            return OWLQN_VARIANTS[self.owlqn_variant]
+        return SUBGRADIENT_STEP

@@ -674,6 +674,21 @@ def test_counting_oracle_exposes_the_problem_parts():
     assert ev.loss_value == 0.5 and ev.fun == 0.5 + 0.5 * 0.5 * 0.25
 
 
+def test_counting_oracle_names_its_problem_and_forwards_only_the_parts():
+    """Issue 15, move 5: the wrapped problem is an explicit attribute (``problem``, with
+    ``oracle`` the same object); only the problem's parts pass through the wrapper, so no
+    method of the problem escapes the count by attribute forwarding."""
+    X, y = np.array([[1.0], [-1.0]]), np.array([1.0, -1.0])
+    loss = Hinge(X, y)
+    f = CountingOracle(loss)
+    assert f.problem is loss and f.oracle is loss and f.deadline is None
+    with pytest.raises(AttributeError, match=r"\.problem"):
+        f.predict                                   # a method of the loss: not forwarded
+    assert not hasattr(f, "reg") and not hasattr(f, "lam")
+    assert f.problem.predict(X, np.array([1.0])).tolist() == [1.0, -1.0]
+    assert f.nfev == 0
+
+
 # ----------------------------------------------------------------------------------------
 # check_oracle on every built-in loss and on the combinators
 # ----------------------------------------------------------------------------------------
