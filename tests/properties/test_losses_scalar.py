@@ -282,7 +282,10 @@ def test_finite_differences(name, data):
 def _check_finite_differences(case):
     loss = case.loss()
     rw, a = loss.value_and_subgradient(case.w)
-    d = case.X.shape[1]
+    m, d = case.X.shape
+    eps = np.finfo(float).eps
+    # |g| with g = c * l'(f), the test's own formula: the scale of the rounding errors below
+    absg = np.abs(case.c * SPECS[case.name].deriv(case.X @ case.w, case.y, case.param))
     # the direction p and every axis, scaled so that |<x_i, p>| <= 1: a central difference
     # across a jump of l'' then errs by at most h / 4
     for p in [case.p, *np.eye(d)]:
@@ -292,13 +295,26 @@ def _check_finite_differences(case):
         p = p / q
         h = 1e-7
         fd = (loss.value(case.w + h * p) - loss.value(case.w - h * p)) / (2 * h)
-        assert _close(fd, float(a @ p), 1e-6, rw), (p, fd, float(a @ p))
+        # Rounding, with T = |g|^T |X| |p| (the sum of the magnitudes of the terms of
+        # <g, X p>). <a, p> with a = fl(X^T g): each a_j is off by <= gamma_m sum_i |X_ij| |g_i|
+        # and the dot product adds gamma_d sum_j |a_j| |p_j|, so <a, p> is off by
+        # <= (gamma_m + gamma_d) T; the kernel's g_i by a few ulps, <= 4 eps T. s = <g, fl(X p)>
+        # (sup_subgradient) is off by the same (m + d + 4) eps T. The difference quotient
+        # evaluates scores fl(<x_i, fl(w +- h p)>), off by gamma_{d+1} sum_j |X_ij| (|w_j| +
+        # h |p_j|), which the quotient turns into (d + 1) eps (T + |g|^T |X| |w| / h). When
+        # <g, X p> cancels (X p = 1e-20 from p = [-1, 1] and a row [1, 1], rescaled to p = 1e20
+        # [-1, 1]), T is large and <a, p> legitimately holds no digit of it.
+        T = float(absg @ np.abs(case.X) @ np.abs(p))
+        dot_err = (m + d + 4) * eps * T
+        fd_err = (d + 1) * eps * (T + float(absg @ np.abs(case.X) @ np.abs(case.w)) / h)
+        assert abs(fd - float(a @ p)) <= 1e-6 * max(1.0, abs(fd), abs(float(a @ p)), abs(rw)) \
+            + dot_err + fd_err, (p, fd, float(a @ p))
         # a = X^T (c * l'(f)) holds products that underflow (1e-228 * 1e-230 -> 0) where
         # <c * l'(f), X p> does not: each entry of a may be off by up to m * tiny (one underflow
         # per term), and <a, p> by that times |p|_1, which the rescaling p / q amplifies
-        underflow = case.X.shape[0] * np.finfo(float).tiny * float(np.abs(p).sum())
+        underflow = m * np.finfo(float).tiny * float(np.abs(p).sum())
         assert loss.sup_subgradient(case.w, p)[0] == pytest.approx(
-            float(a @ p), rel=1e-12, abs=max(1e-300, underflow))
+            float(a @ p), rel=1e-12, abs=max(1e-300, underflow + 2 * dot_err))
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -507,6 +523,31 @@ REGRESSIONS = [
 @pytest.mark.parametrize("case", REGRESSIONS, ids=lambda c: c.name)
 def test_restrict_matches_oracle_regressions(case):
     _check_restrict(case)
+
+
+FD_REGRESSIONS = [
+    # p = [0.5, 0.5, 0] rescaled to [512, 512, 0]: <a, p> = 512 (a_0 + a_1) cancels (T = 10.7)
+    # and misses <g, X p> = 8.1e-5 by 3e-16, 3.6e-12 relative
+    Case("LeastSquares", _rows(3, 3, {1: [0.5, -0.5, 0], 2: [0, 2.0 ** -9, 0]}), np.zeros(3),
+         None, None, _A([0, 0.125, 0]), _A([0.5, 0.5, 0]), np.zeros(3)),
+    # rescaled by 1 / 5.1e-116 to p = 9.7e114 [1, 1, 0]: <a, p> = 0, <g, X p> = -1/12
+    Case("LeastSquares", _rows(3, 3, {1: [0.5, -0.5, 0], 2: [0, 1.0283782842608897e-115, 0]}),
+         _A([0, 0.25, 0.25]), None, None, np.zeros(3), _A([0.5, 0.5, 0]), np.zeros(3)),
+    # X p = 1 - 1 + 1.08e-122 is 0 or 1.08e-122 by summation order: s = 0, <a, p> = -5.4e-123
+    Case("Logistic", _rows(2, 4, {0: [0, 1, 1, 1.0777350814614465e-122], 1: [0, 0, 0, 1]}),
+         np.ones(2), None, _A([1.0, 0.0]), np.zeros(4), _A([0, 0.25, -0.25, 0.25]), np.zeros(4)),
+    # <a, p> = 2/3 - 2/3 = 0 loses the 1.3e-20 that s = <g, X p> keeps
+    Case("SquaredHinge", _rows(3, 2, {0: [3.9305611921492924e-20, 0], 1: [-1, -1], 2: [1, 0]}),
+         np.ones(3), None, None, _A([1.0, 0]), _A([-0.25, 0.25]), np.zeros(2)),
+    # X p = 9.8e-21: p rescaled to 2.5e19 [-1, 1], <a, p> = 0 for <g, X p> = 1/3
+    Case("SquaredHinge", _rows(3, 2, {0: [3.9305611921492924e-20, 0], 1: [1, 1]}),
+         np.ones(3), None, None, np.zeros(2), _A([-0.25, 0.25]), np.zeros(2)),
+]
+
+
+@pytest.mark.parametrize("case", FD_REGRESSIONS, ids=lambda c: c.name)
+def test_finite_differences_cancellation_regressions(case):
+    _check_finite_differences(case)
 
 
 def test_finite_differences_underflow_regression():
