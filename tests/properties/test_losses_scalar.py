@@ -565,7 +565,8 @@ def _check_dense_sparse(case):
     margin = (np.minimum(np.abs(ld.q), np.abs(ls.q)) - eq)[sure]
     A = float((ef[sure] / margin).max(initial=0.0))
     B = float((eq[sure] / margin).max(initial=0.0)) + 2 * np.finfo(float).eps
-    with np.errstate(invalid="ignore"):  # inf - inf where both overflow: compared by ==
+    # inf - inf where both overflow (compared by ==); B |b| + A may overflow near 1e308
+    with np.errstate(invalid="ignore", over="ignore"):
         agree(bd, bs, 2 * (A + B * np.maximum(np.abs(bd), np.abs(bs))) * (1 + 1e-12))
 
 
