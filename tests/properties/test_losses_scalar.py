@@ -111,7 +111,8 @@ SPECS = {
     "EpsilonInsensitive": Spec(
         lambda X, y, a, s: EpsilonInsensitive(X, y, epsilon=a, sample_weight=s), "real",
         st.sampled_from([0.0, 0.25, 0.5, 1.0]),
-        lambda z, y, a: np.maximum(0.0, np.abs(z - y) - a), None,
+        # distance past the kinks y -+ a (|z - y| - a would round z - y to the precision of y)
+        lambda z, y, a: np.maximum(0.0, np.maximum(z - (y + a), (y - a) - z)), None,
         lambda y, a: (_stack(0 * y, 1.0 + 0 * y, -1.0 + 0 * y), _stack(0 * y, -y - a, y - a)),
         lambda y, a: _stack(y - a, y + a)),
     "Poisson": Spec(
@@ -615,6 +616,11 @@ REGRESSIONS = [
          _A([-0.125, -1.0, 0]), _A([-0.25, -0.5, 0]), np.zeros(3)),
     Case("Hinge", _rows(7, 3, {6: [2.0 ** -52, -0.5, 0]}), np.ones(7), None, None,
          _A([0.0, -1.0, 0]), _A([-0.25, -0.5, 0]), np.zeros(3)),
+    # the score -8.7e-128 is left of the kink y - eps = 0 (y = eps = 1), where the right
+    # derivative is -c q; |fl(z - y)| - eps = |-1| - 1 = 0 put it on the kink (derivative 0)
+    Case("EpsilonInsensitive", _rows(6, 4, {4: [1.0, 0, 0, -6.98546843e-127]}),
+         _A([0, 0, 0, 0, 1.0, 0]), 1.0, None, _A([0, 0, 0, 0.125]), _A([0.25, 0, 0, 0]),
+         np.zeros(4)),
     # breakpoint 1 / (0.25 + 2^-54) = 3.9999999999999996 next to 4.0: no float between them
     Case("Hinge", _rows(7, 3, {6: [1.0, 2.0 ** -52, 0]}), np.ones(7), None, None,
          np.zeros(3), _A([0.25, 0.25, 0]), np.zeros(3)),
