@@ -95,3 +95,18 @@ def test_margin_check_oracle_at_a_tie_within_tolerance():
         _margin_line_matches_oracle(loss, w, p)
         check_oracle(loss, points=np.stack([w, np.zeros_like(w)]),
                      directions=np.stack([p, -p]), n=2, rtol=1e-7)
+
+
+def test_cs_dense_sparse_lines_through_one_point():
+    # Q = 2 F on example 5, so every piece of it passes through value 1 at eta = -0.5; the
+    # sparse F_2 is one ulp off the dense one, and the flat pieces (classes 1, 3) then topped
+    # the envelope on [-0.5, -0.49999999999999994]: two kinks an ulp apart for one
+    X = np.zeros((7, 4))
+    X[5] = [-0.00207198274925047, 0.0, -2.5911517275195988, 0.0]
+    y = np.zeros(7, dtype=np.int64)
+    w = np.zeros(20)
+    w[[2, 4, 12, 14]] = [0.25, 0.125, -0.375, 0.125]
+    p = np.zeros(20)
+    p[[2, 4, 12, 14]] = [0.5, 0.25, -0.75, 0.25]
+    _dense_sparse_agree(lambda A: MulticlassHinge(A, y, n_classes=5), X, w, p)
+    assert MulticlassHinge(sp.csr_matrix(X), y, n_classes=5).restrict(w, p).breakpoints().size == 1
