@@ -553,12 +553,17 @@ def softmax_grad(F, Q, eta, y, c, G):
 
 @njit(cache=True)
 def softmax_slope(F, Q, eta, y, c):
+    r""":math:`\sum_i c_i \sum_j p_{ij} (q_{ij} - q_{iy_i})`, the softmax weights ``p`` times the
+    slopes relative to the label's: exactly 0 along a direction that shifts all scores of an
+    example alike (the loss is invariant to it), where ``E_p[q] - q_y`` leaves rounding noise
+    whose sign a line search would follow (to eta = 2^51 on a constant line)."""
     k = F.shape[1]
     r = 0.0
     for i in range(F.shape[0]):
         top, s = _softmax_row(F, Q, eta, i)
+        qy = Q[i, y[i]]
         e = 0.0
         for j in range(k):
-            e += math.exp(F[i, j] + eta * Q[i, j] - top) * Q[i, j]
-        r += c[i] * (e / s - Q[i, y[i]])
+            e += math.exp(F[i, j] + eta * Q[i, j] - top) * (Q[i, j] - qy)
+        r += c[i] * (e / s)
     return r
