@@ -211,6 +211,19 @@ def test_exp_overflow_gives_inf_value():
     assert Exponential(X[:1], [1.0]).value(np.array([800.0])) == 0.0
 
 
+def test_breakpoint_beyond_the_float_range_is_inf_without_warning():
+    """A kink at eta = (k - f) / q beyond 1.8e308 (q = X p subnormal, as in explore runs with
+    X entries near 1e-308) is +inf, no RuntimeWarning; minimize skips it."""
+    import warnings
+
+    loss = Hinge(np.array([[2.2250738585072014e-308]]), [1.0])
+    line = loss.restrict(np.zeros(1), np.array([1e-3]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert line.breakpoints().tolist() == [math.inf]
+        assert line.minimize() == math.inf  # the hinge decreases along p up to its kink
+
+
 # --- bad input ------------------------------------------------------------------------------
 X4 = np.arange(8.0).reshape(4, 2)
 

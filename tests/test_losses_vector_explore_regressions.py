@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from nsopt.losses.vector import MulticlassHinge, MultilabelHinge, ScaledMulticlassHinge
+from nsopt.losses.vector import MulticlassHinge, MultilabelHinge, ScaledMulticlassHinge, Softmax
 from nsopt.testing import check_oracle
 
 
@@ -93,5 +93,38 @@ def test_margin_check_oracle_at_a_tie_within_tolerance():
     for A in (X, sp.csr_matrix(X)):
         loss = ScaledMulticlassHinge(A, y, cost, rescaling="margin")
         _margin_line_matches_oracle(loss, w, p)
+        check_oracle(loss, points=np.stack([w, np.zeros_like(w)]),
+                     directions=np.stack([p, -p]), n=2, rtol=1e-7)
+
+
+def test_cs_dense_sparse_lines_through_one_point():
+    # Q = 2 F on example 5, so every piece of it passes through value 1 at eta = -0.5; the
+    # sparse F_2 is one ulp off the dense one, and the flat pieces (classes 1, 3) then topped
+    # the envelope on [-0.5, -0.49999999999999994]: two kinks an ulp apart for one
+    X = np.zeros((7, 4))
+    X[5] = [-0.00207198274925047, 0.0, -2.5911517275195988, 0.0]
+    y = np.zeros(7, dtype=np.int64)
+    w = np.zeros(20)
+    w[[2, 4, 12, 14]] = [0.25, 0.125, -0.375, 0.125]
+    p = np.zeros(20)
+    p[[2, 4, 12, 14]] = [0.5, 0.25, -0.75, 0.25]
+    _dense_sparse_agree(lambda A: MulticlassHinge(A, y, n_classes=5), X, w, p)
+    assert MulticlassHinge(sp.csr_matrix(X), y, n_classes=5).restrict(w, p).breakpoints().size == 1
+
+
+def test_softmax_line_constant_along_a_shift():
+    # Q_1 = [0.625, 0.625]: p shifts both scores of the only nonzero example alike, the line
+    # is constant; E_p[q] - q_y left -1e-17 of noise at eta = 0, so minimize doubled eta to
+    # 2^51, where the scores have lost 0.125 to rounding and the value is off the grid's
+    X = np.zeros((5, 2))
+    X[1, 0] = -0.5
+    y = np.zeros(5, dtype=np.int64)
+    w = np.array([0.0, 0.25, 0, 0])
+    p = np.array([-1.25, -1.25, 0, 0])
+    for A in (X, sp.csr_matrix(X)):
+        loss = Softmax(A, y, n_classes=2)
+        line = loss.restrict(w, p)
+        assert line.derivative(0.0, 1) == 0.0
+        assert line.minimize() == 0.0
         check_oracle(loss, points=np.stack([w, np.zeros_like(w)]),
                      directions=np.stack([p, -p]), n=2, rtol=1e-7)

@@ -242,7 +242,10 @@ class ScalarLine(LineFunction):
         f, q = self.f[nz], self.q[nz]
         if k.ndim == 2:
             f, q = f[:, None], q[:, None]
-        return np.sort(((k - f) / q).ravel())
+        # a kink beyond the float range (|k - f| / |q| > 1.8e308, q subnormal) is +-inf: no
+        # finite eta reaches it, and minimize drops it; no overflow warning for that
+        with np.errstate(over="ignore"):
+            return np.sort(((k - f) / q).ravel())
 
 
 # ========================================================================================

@@ -339,16 +339,23 @@ def quantile_grad(z, y, c, side, out, tau):
 
 # --------------------------------------------------------------------------------------
 # epsilon-insensitive: l(z, y) = max(0, |z - y| - eps); kinks at z = y - eps and z = y + eps
-# (one kink at z = y when eps = 0). Right derivative: +1 if r >= eps, -1 if r < -eps, else 0;
-# left derivative: +1 if r > eps, -1 if r <= -eps, else 0; default: 0 on the kinks.
+# (one kink at z = y when eps = 0). Right derivative: +1 if z >= y + eps, -1 if z < y - eps,
+# else 0; left derivative: +1 if z > y + eps, -1 if z <= y - eps, else 0; default: 0 on the
+# kinks. The score is compared with the kinks lo = fl(y - eps), hi = fl(y + eps), the values
+# ``kinks()`` reports, never through |fl(z - y)| - eps: that rounds z - y to the precision of
+# y, so a score 1e-127 left of the kink 0 (y = eps = 1) would count as on it, and a
+# derivative at a score the line's breakpoints place off the kink would take the kink's.
 # --------------------------------------------------------------------------------------
 @njit(cache=True)
 def epsilon_insensitive_value(z, y, c, eps):
     s = 0.0
     for i in range(z.shape[0]):
-        e = abs(z[i] - y[i]) - eps
-        if e > 0.0:
-            s += c[i] * e
+        hi = y[i] + eps
+        lo = y[i] - eps
+        if z[i] > hi:
+            s += c[i] * (z[i] - hi)
+        elif z[i] < lo:
+            s += c[i] * (lo - z[i])
     return s
 
 
@@ -356,21 +363,21 @@ def epsilon_insensitive_value(z, y, c, eps):
 def epsilon_insensitive_grad(z, y, c, side, out, eps):
     s = 0.0
     for i in range(z.shape[0]):
-        r = z[i] - y[i]
-        e = abs(r) - eps
-        if e > 0.0:
-            s += c[i] * e
-            out[i] = c[i] if r > 0.0 else -c[i]
-        elif e < 0.0:
+        hi = y[i] + eps
+        lo = y[i] - eps
+        zi = z[i]
+        if zi > hi:
+            s += c[i] * (zi - hi)
+            out[i] = c[i]
+        elif zi < lo:
+            s += c[i] * (lo - zi)
+            out[i] = -c[i]
+        elif side[i] > 0.0 and zi == hi:  # on the upper kink, going right
+            out[i] = c[i]
+        elif side[i] < 0.0 and zi == lo:  # on the lower kink, going left
+            out[i] = -c[i]
+        else:  # inside the tube, or the default subgradient 0 on a kink
             out[i] = 0.0
-        else:  # on a kink: |r| = eps
-            sd = side[i]
-            if sd > 0.0:
-                out[i] = c[i] if r >= 0.0 else 0.0
-            elif sd < 0.0:
-                out[i] = -c[i] if r <= 0.0 else 0.0
-            else:
-                out[i] = 0.0
     return s
 
 

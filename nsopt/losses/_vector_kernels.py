@@ -51,6 +51,8 @@ import math
 import numpy as np
 from numba import njit, prange
 
+_EPS = float(np.finfo(np.float64).eps)
+
 __all__ = [
     "csr_matmat",
     "csc_rmatmat",
@@ -164,11 +166,15 @@ def hull_order(a, n, buf):
 
 
 @njit(cache=True)
-def upper_envelope(a, b, n, hull, kinks, stol=0.0):
+def upper_envelope(a, b, n, hull, kinks, stol=0.0, vtol=0.0, vtol_eta=0.0):
     """Upper envelope of the lines ``b[j] + eta a[j]``, ``j < n``, over all real ``eta``.
 
     Slopes within ``stol`` of each other count as parallel: a slope difference at the
     rounding level of ``Q = XP`` (dense BLAS and sparse passes round differently) is no kink.
+    Likewise three lines count as concurrent when the middle one tops the other two, where
+    they cross at ``eta*``, by at most ``vtol + vtol_eta |eta*|`` (the rounding of the line
+    values there) or by less than the rounding of that comparison itself: a line on top over
+    an interval one ulp long (lines through one point, rounded) makes no pair of kinks.
 
     Writes the indices of the lines on the envelope into ``hull[:h]`` (ascending slope: from
     ``eta = -inf`` to ``+inf``) and the ``h - 1`` kinks between consecutive ones, ascending,
@@ -197,8 +203,16 @@ def upper_envelope(a, b, n, hull, kinks, stol=0.0):
             u = hull[h - 1]
             v = hull[h - 2]
             # u is never strictly on top if l overtakes u no later than u overtakes v:
-            # (b_u - b_l) / (a_l - a_u) <= (b_v - b_u) / (a_u - a_v), both denominators > 0
-            if (b[u] - b[l]) * (a[u] - a[v]) <= (b[v] - b[u]) * (a[l] - a[u]):
+            # (b_u - b_l) / (a_l - a_u) <= (b_v - b_u) / (a_u - a_v), both denominators > 0.
+            # The difference of the two products is (a_l - a_v) times the excess of u over v
+            # and l where they cross (at eta*, |eta*| (a_l - a_v) = |b_v - b_l|): an excess
+            # within vtol + vtol_eta |eta*| is rounding, and so is a difference within the
+            # rounding of the products (4 eps their size)
+            lhs = (b[u] - b[l]) * (a[u] - a[v])
+            rhs = (b[v] - b[u]) * (a[l] - a[u])
+            slack = (vtol * (a[l] - a[v]) + vtol_eta * abs(b[v] - b[l])
+                     + 4.0 * _EPS * (abs(lhs) + abs(rhs)))
+            if lhs - rhs <= slack:
                 h -= 1
             else:
                 break
@@ -286,9 +300,12 @@ def margin_pairs(F, Q, eta, y, gamma, delta, c, side, tie_rtol, plus, minus, coe
 @njit(cache=True)
 def margin_events(F, Q, y, gamma, delta, c, kinks_out, jumps_out, tie_rtol=0.0):
     """Kinks of the line and the jumps of its slope there; returns ``(n, slope at -inf)``.
-    Slopes within ``tie_rtol (1 + 2 gmax max_j |q_j|)`` are parallel (no kink)."""
+    Slopes within ``tie_rtol (1 + 2 gmax max_j |q_j|)`` are parallel (no kink); lines through
+    one point up to the rounding of their values are concurrent (one kink, not two an ulp
+    apart)."""
     m, k = F.shape
     gmax = np.max(gamma)
+    dmax = np.max(delta)
     a = np.empty(k)
     b = np.empty(k)
     hull = np.empty(k, dtype=np.int64)
@@ -301,8 +318,10 @@ def margin_events(F, Q, y, gamma, delta, c, kinks_out, jumps_out, tie_rtol=0.0):
             continue
         yi = y[i]
         bigq = 0.0
+        bigf = 0.0
         for j in range(k):
             bigq = max(bigq, abs(Q[i, j]))
+            bigf = max(bigf, abs(F[i, j]))
             g = gamma[yi, j]
             if j == yi:
                 a[j] = 0.0
@@ -310,7 +329,11 @@ def margin_events(F, Q, y, gamma, delta, c, kinks_out, jumps_out, tie_rtol=0.0):
             else:
                 a[j] = g * (Q[i, j] - Q[i, yi])
                 b[j] = g * (F[i, j] - F[i, yi]) + delta[yi, j]
-        h = upper_envelope(a, b, k, hull, kinks, tie_rtol * (1.0 + 2.0 * gmax * bigq))
+        # b_j and a_j each carry a few roundings of scores of size bigf, bigq: three lines
+        # within 8 eps of that of concurrent are concurrent
+        h = upper_envelope(a, b, k, hull, kinks, tie_rtol * (1.0 + 2.0 * gmax * bigq),
+                           8.0 * _EPS * (1.0 + dmax + 2.0 * gmax * bigf),
+                           8.0 * _EPS * 2.0 * gmax * bigq)
         base += ci * a[hull[0]]
         for t in range(h - 1):
             kinks_out[n] = kinks[t]
@@ -438,8 +461,10 @@ def multilabel_events(F, Q, Y, c, kinks_out, jumps_out, tie_rtol=0.0):
         n1 = 0
         n2 = 0
         bigq = 0.0
+        bigf = 0.0
         for j in range(k):
             bigq = max(bigq, abs(Q[i, j]))
+            bigf = max(bigf, abs(F[i, j]))
             if Y[i, j]:  # relevant: lower envelope = -(upper envelope of the negated lines)
                 a2[n2] = -Q[i, j]
                 b2[n2] = -F[i, j]
@@ -451,8 +476,10 @@ def multilabel_events(F, Q, Y, c, kinks_out, jumps_out, tie_rtol=0.0):
         if n1 == 0 or n2 == 0:
             continue
         stol = tie_rtol * (1.0 + 2.0 * bigq)  # slopes that close are parallel
-        h1 = upper_envelope(a1, b1, n1, hull1, k1, stol)
-        h2 = upper_envelope(a2, b2, n2, hull2, k2, stol)
+        vtol = 8.0 * _EPS * (1.0 + 2.0 * bigf)  # lines that close to one point are concurrent
+        vtol_eta = 8.0 * _EPS * 2.0 * bigq
+        h1 = upper_envelope(a1, b1, n1, hull1, k1, stol, vtol, vtol_eta)
+        h2 = upper_envelope(a2, b2, n2, hull2, k2, stol, vtol, vtol_eta)
         # pieces of 1 + U - L, from eta = -inf to +inf
         u = 0
         v = 0
@@ -474,7 +501,7 @@ def multilabel_events(F, Q, Y, c, kinks_out, jumps_out, tie_rtol=0.0):
         a3[p] = 0.0  # the zero line (z' = z in eq. 55)
         b3[p] = 0.0
         p += 1
-        h3 = upper_envelope(a3, b3, p, hull3, k3, stol)
+        h3 = upper_envelope(a3, b3, p, hull3, k3, stol, vtol, vtol_eta)
         base += ci * a3[hull3[0]]
         for t in range(h3 - 1):
             kinks_out[n] = k3[t]
@@ -526,12 +553,17 @@ def softmax_grad(F, Q, eta, y, c, G):
 
 @njit(cache=True)
 def softmax_slope(F, Q, eta, y, c):
+    r""":math:`\sum_i c_i \sum_j p_{ij} (q_{ij} - q_{iy_i})`, the softmax weights ``p`` times the
+    slopes relative to the label's: exactly 0 along a direction that shifts all scores of an
+    example alike (the loss is invariant to it), where ``E_p[q] - q_y`` leaves rounding noise
+    whose sign a line search would follow (to eta = 2^51 on a constant line)."""
     k = F.shape[1]
     r = 0.0
     for i in range(F.shape[0]):
         top, s = _softmax_row(F, Q, eta, i)
+        qy = Q[i, y[i]]
         e = 0.0
         for j in range(k):
-            e += math.exp(F[i, j] + eta * Q[i, j] - top) * Q[i, j]
-        r += c[i] * (e / s - Q[i, y[i]])
+            e += math.exp(F[i, j] + eta * Q[i, j] - top) * (Q[i, j] - qy)
+        r += c[i] * (e / s)
     return r

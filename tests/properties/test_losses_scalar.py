@@ -111,7 +111,8 @@ SPECS = {
     "EpsilonInsensitive": Spec(
         lambda X, y, a, s: EpsilonInsensitive(X, y, epsilon=a, sample_weight=s), "real",
         st.sampled_from([0.0, 0.25, 0.5, 1.0]),
-        lambda z, y, a: np.maximum(0.0, np.abs(z - y) - a), None,
+        # distance past the kinks y -+ a (|z - y| - a would round z - y to the precision of y)
+        lambda z, y, a: np.maximum(0.0, np.maximum(z - (y + a), (y - a) - z)), None,
         lambda y, a: (_stack(0 * y, 1.0 + 0 * y, -1.0 + 0 * y), _stack(0 * y, -y - a, y - a)),
         lambda y, a: _stack(y - a, y + a)),
     "Poisson": Spec(
@@ -282,7 +283,10 @@ def test_finite_differences(name, data):
 def _check_finite_differences(case):
     loss = case.loss()
     rw, a = loss.value_and_subgradient(case.w)
-    d = case.X.shape[1]
+    m, d = case.X.shape
+    eps = np.finfo(float).eps
+    # |g| with g = c * l'(f), the test's own formula: the scale of the rounding errors below
+    absg = np.abs(case.c * SPECS[case.name].deriv(case.X @ case.w, case.y, case.param))
     # the direction p and every axis, scaled so that |<x_i, p>| <= 1: a central difference
     # across a jump of l'' then errs by at most h / 4
     for p in [case.p, *np.eye(d)]:
@@ -292,13 +296,26 @@ def _check_finite_differences(case):
         p = p / q
         h = 1e-7
         fd = (loss.value(case.w + h * p) - loss.value(case.w - h * p)) / (2 * h)
-        assert _close(fd, float(a @ p), 1e-6, rw), (p, fd, float(a @ p))
+        # Rounding, with T = |g|^T |X| |p| (the sum of the magnitudes of the terms of
+        # <g, X p>). <a, p> with a = fl(X^T g): each a_j is off by <= gamma_m sum_i |X_ij| |g_i|
+        # and the dot product adds gamma_d sum_j |a_j| |p_j|, so <a, p> is off by
+        # <= (gamma_m + gamma_d) T; the kernel's g_i by a few ulps, <= 4 eps T. s = <g, fl(X p)>
+        # (sup_subgradient) is off by the same (m + d + 4) eps T. The difference quotient
+        # evaluates scores fl(<x_i, fl(w +- h p)>), off by gamma_{d+1} sum_j |X_ij| (|w_j| +
+        # h |p_j|), which the quotient turns into (d + 1) eps (T + |g|^T |X| |w| / h). When
+        # <g, X p> cancels (X p = 1e-20 from p = [-1, 1] and a row [1, 1], rescaled to p = 1e20
+        # [-1, 1]), T is large and <a, p> legitimately holds no digit of it.
+        T = float(absg @ np.abs(case.X) @ np.abs(p))
+        dot_err = (m + d + 4) * eps * T
+        fd_err = (d + 1) * eps * (T + float(absg @ np.abs(case.X) @ np.abs(case.w)) / h)
+        assert abs(fd - float(a @ p)) <= 1e-6 * max(1.0, abs(fd), abs(float(a @ p)), abs(rw)) \
+            + dot_err + fd_err, (p, fd, float(a @ p))
         # a = X^T (c * l'(f)) holds products that underflow (1e-228 * 1e-230 -> 0) where
         # <c * l'(f), X p> does not: each entry of a may be off by up to m * tiny (one underflow
         # per term), and <a, p> by that times |p|_1, which the rescaling p / q amplifies
-        underflow = case.X.shape[0] * np.finfo(float).tiny * float(np.abs(p).sum())
+        underflow = m * np.finfo(float).tiny * float(np.abs(p).sum())
         assert loss.sup_subgradient(case.w, p)[0] == pytest.approx(
-            float(a @ p), rel=1e-12, abs=max(1e-300, underflow))
+            float(a @ p), rel=1e-12, abs=max(1e-300, underflow + 2 * dot_err))
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -431,26 +448,127 @@ def test_line_minimize_is_exact(name, data):
 @pytest.mark.parametrize("name", NAMES)
 @given(data=st.data())
 def test_dense_and_sparse_agree(name, data):
-    case = data.draw(cases(name, kinked=data.draw(st.booleans())))
+    _check_dense_sparse(data.draw(cases(name, kinked=data.draw(st.booleans()))))
+
+
+def _score_error(case, v):
+    """A bound on ``|fl(X v) - X v|`` per row for any summation order (BLAS pairs terms, CSR
+    adds them in turn, with or without FMA): d products and d - 1 sums, each off by eps / 2
+    relative, give ``gamma_d sum_j |X_ij| |v_j| <= d eps sum_j |X_ij| |v_j|``; below the
+    normal range (entries near 1e-308) each of those 2d operations is off by up to half a
+    subnormal spacing instead, an absolute error."""
+    d = case.X.shape[1]
+    eps = np.finfo(float).eps
+    return d * eps * (np.abs(case.X) @ np.abs(v)) + d * np.finfo(float).smallest_subnormal
+
+
+def _paths_slack(case, lines, eta, steepest=True):
+    """How far two computations of one line (dense and sparse data: ``f = X w`` and ``q = X p``
+    summed in different orders) may honestly differ in a derivative at ``eta``: ``(s, g)``
+    with ``s`` the slack of a one-sided derivative (or of ``sup_subgradient``'s value) and
+    ``g`` (d,) that of the subgradient vector.
+
+    An example counts only when its two scores sit on different sides of a kink (or one on it)
+    while both are within rounding of it, or (``steepest``: the side is chosen by the sign of
+    q) both sit on a kink and the two q_i, both within rounding of 0, have different signs. Its
+    derivative may then be either end of the subdifferential, ``c_i |slope jump| |q_i|``
+    apart (``c_i |slope jump| |x_i|`` in the subgradient). Exact (dyadic) cases compute one
+    score in both paths: no slack.
+    """
+    spec = SPECS[case.name]
+    if spec.pieces is None:  # differentiable: l' has no jump
+        return 0.0, np.zeros(case.X.shape[1])
+    slopes, _ = spec.pieces(case.y, case.param)
+    jump = slopes.max(axis=1) - slopes.min(axis=1)
+    kinks = spec.kinks(case.y, case.param)
+    eps = np.finfo(float).eps
+    ef, eq = _score_error(case, case.w), _score_error(case, case.p)
+    zs, qs, errs = [], [], []
+    for line in lines:
+        f, q = line.f, line.q
+        zs.append(line._snap(f + eta * q, eta))  # the scores the line's kernel sees
+        qs.append(q)
+        # z = fl(f + eta q) misses X(w + eta p) by the rounding of f and q, of the sum, and by
+        # the snap onto a kink within 8 eps (|f| + |eta q| + |k|)
+        errs.append(ef + abs(eta) * eq + 9 * eps * (np.abs(f) + np.abs(eta * q))
+                    + 8 * eps * np.abs(kinks).max(axis=1))
+    amb = np.zeros(case.X.shape[0], dtype=bool)
+    err = errs[0] + errs[1]  # a kink between the two scores is within this of each
+    for k in kinks.T:
+        sides = [np.sign(z - k) for z in zs]
+        near = (np.abs(zs[0] - k) <= err) & (np.abs(zs[1] - k) <= err)
+        amb |= (sides[0] != sides[1]) & near
+        if steepest:
+            on = (sides[0] == 0) & (sides[1] == 0)
+            tiny = np.logical_and.reduce([np.abs(q) <= eq for q in qs])
+            amb |= on & (np.sign(qs[0]) != np.sign(qs[1])) & tiny
+    weight = case.c * amb * jump
+    qmax = np.maximum(np.abs(qs[0]), np.abs(qs[1]))
+    return float(weight @ qmax) * (1 + 1e-12), (weight @ np.abs(case.X)) * (1 + 1e-12)
+
+
+def _line_breakpoints(case, line, rows):
+    """The breakpoints ``(k - f_i) / q_i`` of the examples ``rows`` (where q_i != 0), as the
+    line computes them."""
+    k = SPECS[case.name].kinks(case.y, case.param)
+    rows = rows & (line.q != 0)
+    with np.errstate(over="ignore"):
+        return ((k[rows] - line.f[rows, None]) / line.q[rows, None]).ravel()
+
+
+def _without(values, drop):
+    """``values`` (sorted) with one occurrence of each of ``drop`` removed (exact matches)."""
+    values = list(values)
+    for v in drop:
+        values.remove(v)
+    return np.array(values)
+
+
+def _check_dense_sparse(case):
     dense, sparse = case.loss(), case.loss(sparse=True)
     w, p = case.w, case.p
+    ld, ls = dense.restrict(w, p), sparse.restrict(w, p)
 
-    def agree(a, b):
+    def agree(a, b, slack=0.0):
         a, b = np.atleast_1d(a), np.atleast_1d(b)
-        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12 * max(1.0, np.abs(a).max(initial=0)))
+        assert a.shape == b.shape, (a, b)
+        tol = 1e-12 * (max(1.0, np.abs(a[np.isfinite(a)]).max(initial=0)) + np.abs(b)) + slack
+        assert np.all((a == b) | (np.abs(a - b) <= tol)), (a, b, slack)
 
     agree(dense.value(w), sparse.value(w))
-    for x, y in zip(dense.value_and_subgradient(w), sparse.value_and_subgradient(w)):
-        agree(x, y)
-    for x, y in zip(dense.sup_subgradient(w, p), sparse.sup_subgradient(w, p)):
-        agree(x, y)
-    ld, ls = dense.restrict(w, p), sparse.restrict(w, p)
+    s, g = _paths_slack(case, (ld, ls), 0.0, steepest=False)  # the default subgradient
+    for x, y, slack in zip(dense.value_and_subgradient(w), sparse.value_and_subgradient(w), (0, g)):
+        agree(x, y, slack)
+    s, g = _paths_slack(case, (ld, ls), 0.0)
+    for x, y, slack in zip(dense.sup_subgradient(w, p), sparse.sup_subgradient(w, p), (s, g)):
+        agree(x, y, slack)
     for eta in (0.0, 0.375, 1.0):
         agree(ld.value(eta), ls.value(eta))
-        agree(ld.derivative(eta, 1), ls.derivative(eta, 1))
-        agree(ld.derivative(eta, -1), ls.derivative(eta, -1))
-    agree(ld.breakpoints(), ls.breakpoints())
+        s, _ = _paths_slack(case, (ld, ls), eta)
+        agree(ld.derivative(eta, 1), ls.derivative(eta, 1), s)
+        agree(ld.derivative(eta, -1), ls.derivative(eta, -1), s)
     assert dense.lower_bound == sparse.lower_bound
+    if SPECS[case.name].kinks is None:
+        assert ld.breakpoints().size == ls.breakpoints().size == 0
+        return
+    # Breakpoints b = (k - f_i) / q_i. Where q_i is within rounding of 0 in either path, the
+    # other may have q_i = 0 (no breakpoint) or another tiny q_i (a breakpoint anywhere beyond
+    # |k - f_i| / |q_i|): not determined by the data, not compared. Each other one is off the
+    # exact b by at most (ef_i + |b| eq_i) / (|q_i| - eq_i) when f_i and q_i are off by their
+    # rounding ef_i, eq_i (plus 2 eps |b| for the subtraction and the division), so by at most
+    # t(b) = A + B |b| with A, B the largest such ratios; b -+ t(b) increase with b, so sorting
+    # keeps the bound, and the two paths differ by at most twice it.
+    ef, eq = _score_error(case, w), _score_error(case, p)
+    tiny = (np.abs(ld.q) <= eq) | (np.abs(ls.q) <= eq)
+    bd = _without(ld.breakpoints(), _line_breakpoints(case, ld, tiny))
+    bs = _without(ls.breakpoints(), _line_breakpoints(case, ls, tiny))
+    sure = ~tiny & (ld.q != 0)
+    margin = (np.minimum(np.abs(ld.q), np.abs(ls.q)) - eq)[sure]
+    A = float((ef[sure] / margin).max(initial=0.0))
+    B = float((eq[sure] / margin).max(initial=0.0)) + 2 * np.finfo(float).eps
+    # inf - inf where both overflow (compared by ==); B |b| + A may overflow near 1e308
+    with np.errstate(invalid="ignore", over="ignore"):
+        agree(bd, bs, 2 * (A + B * np.maximum(np.abs(bd), np.abs(bs))) * (1 + 1e-12))
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -498,6 +616,11 @@ REGRESSIONS = [
          _A([-0.125, -1.0, 0]), _A([-0.25, -0.5, 0]), np.zeros(3)),
     Case("Hinge", _rows(7, 3, {6: [2.0 ** -52, -0.5, 0]}), np.ones(7), None, None,
          _A([0.0, -1.0, 0]), _A([-0.25, -0.5, 0]), np.zeros(3)),
+    # the score -8.7e-128 is left of the kink y - eps = 0 (y = eps = 1), where the right
+    # derivative is -c q; |fl(z - y)| - eps = |-1| - 1 = 0 put it on the kink (derivative 0)
+    Case("EpsilonInsensitive", _rows(6, 4, {4: [1.0, 0, 0, -6.98546843e-127]}),
+         _A([0, 0, 0, 0, 1.0, 0]), 1.0, None, _A([0, 0, 0, 0.125]), _A([0.25, 0, 0, 0]),
+         np.zeros(4)),
     # breakpoint 1 / (0.25 + 2^-54) = 3.9999999999999996 next to 4.0: no float between them
     Case("Hinge", _rows(7, 3, {6: [1.0, 2.0 ** -52, 0]}), np.ones(7), None, None,
          np.zeros(3), _A([0.25, 0.25, 0]), np.zeros(3)),
@@ -507,6 +630,60 @@ REGRESSIONS = [
 @pytest.mark.parametrize("case", REGRESSIONS, ids=lambda c: c.name)
 def test_restrict_matches_oracle_regressions(case):
     _check_restrict(case)
+
+
+FD_REGRESSIONS = [
+    # p = [0.5, 0.5, 0] rescaled to [512, 512, 0]: <a, p> = 512 (a_0 + a_1) cancels (T = 10.7)
+    # and misses <g, X p> = 8.1e-5 by 3e-16, 3.6e-12 relative
+    Case("LeastSquares", _rows(3, 3, {1: [0.5, -0.5, 0], 2: [0, 2.0 ** -9, 0]}), np.zeros(3),
+         None, None, _A([0, 0.125, 0]), _A([0.5, 0.5, 0]), np.zeros(3)),
+    # rescaled by 1 / 5.1e-116 to p = 9.7e114 [1, 1, 0]: <a, p> = 0, <g, X p> = -1/12
+    Case("LeastSquares", _rows(3, 3, {1: [0.5, -0.5, 0], 2: [0, 1.0283782842608897e-115, 0]}),
+         _A([0, 0.25, 0.25]), None, None, np.zeros(3), _A([0.5, 0.5, 0]), np.zeros(3)),
+    # X p = 1 - 1 + 1.08e-122 is 0 or 1.08e-122 by summation order: s = 0, <a, p> = -5.4e-123
+    Case("Logistic", _rows(2, 4, {0: [0, 1, 1, 1.0777350814614465e-122], 1: [0, 0, 0, 1]}),
+         np.ones(2), None, _A([1.0, 0.0]), np.zeros(4), _A([0, 0.25, -0.25, 0.25]), np.zeros(4)),
+    # <a, p> = 2/3 - 2/3 = 0 loses the 1.3e-20 that s = <g, X p> keeps
+    Case("SquaredHinge", _rows(3, 2, {0: [3.9305611921492924e-20, 0], 1: [-1, -1], 2: [1, 0]}),
+         np.ones(3), None, None, _A([1.0, 0]), _A([-0.25, 0.25]), np.zeros(2)),
+    # X p = 9.8e-21: p rescaled to 2.5e19 [-1, 1], <a, p> = 0 for <g, X p> = 1/3
+    Case("SquaredHinge", _rows(3, 2, {0: [3.9305611921492924e-20, 0], 1: [1, 1]}),
+         np.ones(3), None, None, np.zeros(2), _A([-0.25, 0.25]), np.zeros(2)),
+]
+
+
+@pytest.mark.parametrize("case", FD_REGRESSIONS, ids=lambda c: c.name)
+def test_finite_differences_cancellation_regressions(case):
+    _check_finite_differences(case)
+
+
+# BLAS sums X[1] @ v as (x0 v0 + x2 v2) + (x1 v1 + x3 v3), CSR in turn: 1 - 1 + 6.6e-79 c is
+# 0 in one path and 6.6e-79 c in the other (built after the reported explore failure of
+# test_dense_and_sparse_agree[Huber] with an X entry of 6.6e-79, whose exact input was lost)
+_CANCEL = _rows(2, 4, {1: [1.0, -1.0, 6.6e-79, 0.5]})
+DENSE_SPARSE_REGRESSIONS = [
+    # q_1 = 0 (dense) or 1.65e-79 (sparse): breakpoints only in the sparse path, at 1e79
+    Case("Huber", _CANCEL, _A([0, 1.0]), 1.0, None, np.zeros(4), _A([0.25, 0.25, 0.25, 0]),
+         np.zeros(4)),
+    Case("Quantile", _CANCEL, np.zeros(2), 0.25, None, np.zeros(4), _A([0.25, 0.25, 0.25, 0]),
+         np.zeros(4)),
+    # f_1 = 0 on the kink (dense) or 6.6e-79 just right of it (sparse): the default subgradient
+    # and the left derivative differ by c_1 |jump| |x_1|, |q_1|
+    Case("Quantile", _CANCEL, np.zeros(2), 0.25, None, _A([0.125, 0.125, 1, 0]),
+         _A([-0.25, 0, 0, 0]), np.zeros(4)),
+    # from the explore run: q_4 = 1 - 1 - 2.5e-301 is -2.5e-301 (dense) or 0 (sparse) with f_4
+    # on the kink: sup_subgradient takes the right end or the default, c_4 x_4 apart
+    Case("Hinge", _rows(5, 4, {4: [0, -2.0, 1e-300, -2.0]}), np.ones(5), None, None,
+         _A([0, 0, 0, -0.5]), _A([0, -0.5, -0.25, 0.5]), np.zeros(4)),
+    # ... and a breakpoint at 4e300 in the dense path only
+    Case("Hinge", _rows(5, 4, {4: [0, -2.0, 1e-300, -2.0]}), np.ones(5), None, None,
+         np.zeros(4), _A([0, -0.5, 0.25, 0.5]), np.zeros(4)),
+]
+
+
+@pytest.mark.parametrize("case", DENSE_SPARSE_REGRESSIONS, ids=lambda c: c.name)
+def test_dense_and_sparse_agree_regressions(case):
+    _check_dense_sparse(case)
 
 
 def test_finite_differences_underflow_regression():
