@@ -10,7 +10,7 @@ r"""LS-BMRM: BMRM with a line search ([TVSL10]_ Alg. 3; OCAS generalised).
 from __future__ import annotations
 
 import math
-from numbers import Integral, Real
+from numbers import Real
 from typing import NamedTuple
 
 import numpy as np

@@ -448,15 +448,16 @@ class TrustRegionBundle(ProximalBundle):
 
     def _certify(self, problem, bundle, beta, gnorm, best=-math.inf, best_evidence=None):
         """The best bound proven on a bare oracle, with its evidence: the oracle's
-        ``lower_bound``, the aggregate plane over the ``radius`` ball, or a flat aggregate
+        ``lower_bound`` (no evidence here: the loop offers that floor for every method), the
+        aggregate plane over the ``radius`` ball, or a flat aggregate
         plane (``gnorm``, the norm of the master's aggregate, is exactly 0) whose slope is
         exactly zero. The multipliers are made exactly feasible first. The evidence (a pass over
         the planes' recipes) is built only when the bound beats ``best``, the bound carried so
         far with ``best_evidence``, which is returned otherwise."""
         d, stated = bundle.dim, problem.lower_bound
         lower, evidence = best, best_evidence
-        if stated > lower:
-            lower, evidence = stated, OraclePlanes((), np.zeros(0), floor=1.0, floor_value=stated)
+        if stated > lower:  # the value steers the stopping test; the loop certifies the floor
+            lower, evidence = stated, None
         alpha = bundle.feasible(beta)
         a_bar, b_bar = bundle.combine(alpha)
         if self.radius is not None:
