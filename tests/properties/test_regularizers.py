@@ -307,6 +307,21 @@ def test_line_minimize_is_exact(name, data):
     w = data.draw(vectors(d, kinky))
     p = data.draw(vectors(d, kinky))
     lo, hi = data.draw(intervals())
+    _check_line_minimize(reg, w, p, lo, hi)
+
+
+@pytest.mark.parametrize("p1", [1.800193921648649, 1.8046875])
+def test_line_minimize_at_a_subnormal_breakpoint_regression(p1):
+    # explore run: w_1 = -2.2e-313 (subnormal) puts the minimiser on the breakpoint
+    # eta = 2.2e-313 / p_1 = 1.2e-313, where w_1 + eta p_1 is +-5e-324 (one subnormal spacing),
+    # not within 4 eps (|w_1| + |eta p_1|) = 0 of the kink: both one-sided derivatives took
+    # one side's slope
+    w = np.array([-2.0, -2.2250738585e-313, -2.0, 0.5, -2.0])
+    p = np.array([-2.0, p1, -2.0, -2.0, 0.5])
+    _check_line_minimize(L1(), w, p, 0.0, math.inf)
+
+
+def _check_line_minimize(reg, w, p, lo, hi):
     line = reg.restrict(w, p)
     eta = line.minimize(lo, hi)
     assert lo <= eta <= hi and math.isfinite(eta)   # every line here is bounded below
