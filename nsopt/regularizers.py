@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 
 import numpy as np
 import scipy.linalg
@@ -221,7 +222,15 @@ class _RescaledLine(LineFunction):
         return None if bps is None else np.asarray(bps) / self.s
 
     def minimize(self, lo=0.0, hi=math.inf):
-        return self.line.minimize(self.s * lo, self.s * hi) / self.s
+        t = self.line.minimize(self.s * lo, self.s * hi)
+        eta = t / self.s
+        if math.isinf(eta) and math.isfinite(t):
+            # a minimiser beyond the float range (t = 2 along p / s, s = 2.2e-309): phi
+            # decreases up to the largest float, which is the best eta there is, not +-inf
+            # ("no minimiser", as for a line unbounded below)
+            eta = math.copysign(sys.float_info.max, eta)
+        # (s hi) / s may round past hi: a clipped minimiser stays in [lo, hi]
+        return min(max(eta, lo), hi)
 
 
 class QuadraticLine(LineFunction):
