@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 
 import numpy as np
 import scipy.linalg
@@ -237,7 +238,15 @@ class _RescaledLine(LineFunction):
         return None if bps is None else np.asarray(bps) / self.s
 
     def minimize(self, lo=0.0, hi=math.inf):
-        return self.line.minimize(self.s * lo, self.s * hi) / self.s
+        t = self.line.minimize(self.s * lo, self.s * hi)
+        eta = t / self.s
+        if math.isinf(eta) and math.isfinite(t):
+            # a minimiser beyond the float range (t = 2 along p / s, s = 2.2e-309): phi
+            # decreases up to the largest float, which is the best eta there is, not +-inf
+            # ("no minimiser", as for a line unbounded below)
+            eta = math.copysign(sys.float_info.max, eta)
+        # (s hi) / s may round past hi: a clipped minimiser stays in [lo, hi]
+        return min(max(eta, lo), hi)
 
 
 class QuadraticLine(LineFunction):
@@ -287,10 +296,11 @@ class PiecewiseQuadraticLine(LineFunction):
     The restriction of :class:`L1` and :class:`ElasticNet` to a line. Its derivative is
     piecewise linear and nondecreasing, with upward jumps of ``2 scale |p_i|`` at the
     breakpoints :math:`\eta_i = -w_i / p_i`; ``derivative`` treats a breakpoint within rounding
-    (4 ulps) of ``eta`` as active, so the one-sided derivatives at a computed breakpoint have the
-    right signs. ``minimize(lo, hi)`` is exact: it sorts the
-    breakpoints (``O(d log d)``), locates where the one-sided derivatives change sign and, on a
-    flat stretch of minimisers, returns the smallest one in ``[lo, hi]``.
+    (4 ulps, or a few subnormal spacings below the normal range) of ``eta`` as active, so the
+    one-sided derivatives at a computed breakpoint have the right signs. ``minimize(lo, hi)``
+    is exact: it sorts the breakpoints (``O(d log d)``), locates where the one-sided
+    derivatives change sign and, on a flat stretch of minimisers, returns the smallest one in
+    ``[lo, hi]``.
     """
 
     def __init__(self, c0: float, c1: float, c2: float, scale: float, w: np.ndarray, p: np.ndarray):
@@ -314,8 +324,12 @@ class PiecewiseQuadraticLine(LineFunction):
         step = eta * self.p
         z = self.w + step
         # a kink within rounding of eta counts as active: at a computed breakpoint
-        # eta = -w_i / p_i, w_i + eta p_i is rarely exactly 0
-        at_kink = np.abs(z) <= 4 * np.finfo(np.float64).eps * (np.abs(self.w) + np.abs(step))
+        # eta = -w_i / p_i, w_i + eta p_i is rarely exactly 0. Below the normal range the
+        # rounding is absolute: eta (e.g. 2.2e-313 / 1.8) is off by up to half a subnormal
+        # spacing u, which p_i scales, and the product and the sum add u / 2 each
+        tiny = np.finfo(np.float64).smallest_subnormal
+        at_kink = np.abs(z) <= (4 * np.finfo(np.float64).eps * (np.abs(self.w) + np.abs(step))
+                                + (np.abs(self.p) + 1.0) * tiny)
         s = np.where(at_kink, side * np.sign(self.p), np.sign(z))
         return float(self.c1 + self.c2 * eta + self.scale * (s @ self.p))
 
@@ -324,7 +338,9 @@ class PiecewiseQuadraticLine(LineFunction):
         c2 = self.c2
         # slope offsets on the intervals (-inf, t0), (t0, t1), ..., (t_{n-1}, inf)
         a = (c1 - 0.5 * jumps.sum()) + np.concatenate(([0.0], np.cumsum(jumps)))
-        right = a[1:] + c2 * t          # right derivative at each breakpoint (monotone)
+        # right derivative at each breakpoint (monotone); c2 = 0 leaves no 0 * inf at a
+        # breakpoint beyond the float range
+        right = a[1:] + (c2 * t if c2 > 0 else 0.0)
         hits = np.flatnonzero(right >= 0)
         k = int(hits[0]) if hits.size else t.size
         left_end = t[k - 1] if k > 0 else -math.inf
@@ -335,12 +351,14 @@ class PiecewiseQuadraticLine(LineFunction):
         return float(left_end if s0 >= 0 else right_end)
 
     def breakpoints(self):
-        return np.sort(-self.w / self.p)
+        with np.errstate(over="ignore"):  # |w_i / p_i| > 1.8e308 (p_i subnormal): +-inf
+            return np.sort(-self.w / self.p)
 
     def minimize(self, lo=0.0, hi=math.inf):
         lo, hi = _check_interval(lo, hi)
         if self._breaks is None:
-            t = -self.w / self.p
+            with np.errstate(over="ignore"):  # as in breakpoints: no finite eta reaches +-inf
+                t = -self.w / self.p
             order = np.argsort(t, kind="stable")
             self._breaks = (t[order], 2.0 * self.scale * np.abs(self.p[order]))
         t, jumps = self._breaks

@@ -369,8 +369,10 @@ def _check_restrict(case):
     # between breakpoints the derivative is continuous (no missing breakpoint)
     bps = line.breakpoints()
     assert bps is not None and np.all(np.diff(bps) >= 0)
-    t = np.unique(np.concatenate([[-4.0, 4.0], bps]))
-    for eta in 0.5 * (t[1:] + t[:-1]):
+    # a breakpoint beyond the float range (q_i subnormal: 1 / 5.6e-309) is +-inf, where the
+    # line is not defined: probe between the finite ones (halves first: no overflow)
+    t = np.unique(np.concatenate([[-4.0, 4.0], bps[np.isfinite(bps)]]))
+    for eta in 0.5 * t[1:] + 0.5 * t[:-1]:
         right, left = line.derivative(eta, 1), line.derivative(eta, -1)
         slack = _kink_slack(case, w, p, eta)
         assert _close(right, left, 1e-12) or abs(right - left) <= slack, (eta, right, left, bps)
@@ -621,6 +623,10 @@ REGRESSIONS = [
     Case("EpsilonInsensitive", _rows(6, 4, {4: [1.0, 0, 0, -6.98546843e-127]}),
          _A([0, 0, 0, 0, 1.0, 0]), 1.0, None, _A([0, 0, 0, 0.125]), _A([0.25, 0, 0, 0]),
          np.zeros(4)),
+    # explore run: q_6 = 2.2e-308 * 0.25 puts a breakpoint at 1 / 5.6e-309 = inf; the probe
+    # "between breakpoints" 4 and inf was eta = inf
+    Case("Novelty", _rows(7, 4, {2: [1.0, 0, 0, 0], 6: [0, 0, np.finfo(float).tiny, 0]}),
+         np.ones(7), 1.0, None, np.zeros(4), _A([0.25, 0, 0.25, 0]), np.zeros(4)),
     # breakpoint 1 / (0.25 + 2^-54) = 3.9999999999999996 next to 4.0: no float between them
     Case("Hinge", _rows(7, 3, {6: [1.0, 2.0 ** -52, 0]}), np.ones(7), None, None,
          np.zeros(3), _A([0.25, 0.25, 0]), np.zeros(3)),

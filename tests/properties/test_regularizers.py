@@ -295,7 +295,8 @@ def grid_min(line, lo, hi, n=401) -> float:
     vals = np.array([line.value(e) for e in etas])
     k = int(np.argmin(vals))
     step = (hi - lo) / (n - 1)
-    fine = np.linspace(max(lo, etas[k] - step), min(hi, etas[k] + step), 101)
+    with np.errstate(over="ignore"):  # the window's ends may pass 1.8e308: clipped to [lo, hi]
+        fine = np.linspace(max(lo, etas[k] - step), min(hi, etas[k] + step), 101)
     return min(float(vals[k]), min(line.value(e) for e in fine))
 
 
@@ -307,6 +308,34 @@ def test_line_minimize_is_exact(name, data):
     w = data.draw(vectors(d, kinky))
     p = data.draw(vectors(d, kinky))
     lo, hi = data.draw(intervals())
+    _check_line_minimize(reg, w, p, lo, hi)
+
+
+@pytest.mark.parametrize("p1", [1.800193921648649, 1.8046875])
+def test_line_minimize_at_a_subnormal_breakpoint_regression(p1):
+    # explore run: w_1 = -2.2e-313 (subnormal) puts the minimiser on the breakpoint
+    # eta = 2.2e-313 / p_1 = 1.2e-313, where w_1 + eta p_1 is +-5e-324 (one subnormal spacing),
+    # not within 4 eps (|w_1| + |eta p_1|) = 0 of the kink: both one-sided derivatives took
+    # one side's slope
+    w = np.array([-2.0, -2.2250738585e-313, -2.0, 0.5, -2.0])
+    p = np.array([-2.0, p1, -2.0, -2.0, 0.5])
+    _check_line_minimize(L1(), w, p, 0.0, math.inf)
+
+
+@pytest.mark.parametrize("reg", [L2(), ElasticNet(0.0), ElasticNet(0.5)], ids=repr)
+@pytest.mark.parametrize("w, p, lo, hi", [
+    # |p| = 2.2e-309: the minimiser 2 / 2.2e-309 = 9e308 lies beyond the float range; the
+    # rescaled line's 2 / s overflowed to inf, "no minimiser" for a bounded line
+    ([-2.0, -2.0], [0.0, 2.225073858507201e-309], 0.0, math.inf),
+    # the minimiser clipped to hi = 1.75 along p / s came back as (1.75 s) / s = 1.75 + 1 ulp
+    ([0.5, -2.0], [-2.225073858507201e-309, 0.0], -math.inf, 1.75),
+])
+def test_line_minimize_along_a_subnormal_direction_regression(reg, w, p, lo, hi):
+    # derandomized (ci) examples of test_line_minimize_is_exact
+    _check_line_minimize(reg, np.array(w), np.array(p), lo, hi)
+
+
+def _check_line_minimize(reg, w, p, lo, hi):
     line = reg.restrict(w, p)
     eta = line.minimize(lo, hi)
     assert lo <= eta <= hi and math.isfinite(eta)   # every line here is bounded below
