@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import math
 import struct
-from typing import Callable, NamedTuple, Sequence
+import weakref
+from typing import Callable, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -71,22 +72,76 @@ class OracleNumericalError(FloatingPointError):
         self.point, self.what = point, what
 
 
-class Evaluation(NamedTuple):
-    """One oracle call at ``w``: the function value and a subgradient.
+class Evaluation:
+    r"""One oracle call at ``w``: the function value and a subgradient.
 
     For a :class:`~nsopt.RegularizedRisk` the loss part is reported too (``loss_value``,
     ``loss_subgradient``): it is a cutting plane of the risk, which certificates collect. A
     margin loss (``loss.dual_upper`` set) also reports ``loss_dual``, the dual point :math:`t`
     (one entry per example) whose ``loss.dual_plane(t)`` is that plane: the evidence
     :meth:`~nsopt.Certificate.check` verifies.
+
+    ``subgradient`` may be given as its parts, ``parts=(lam, s)``: the subgradient is then
+    :math:`\lambda s + a` with :math:`a` = ``loss_subgradient``, formed on first access (and
+    kept). Solvers that use only the loss's planes (BMRM) never form it, and
+    :meth:`subgradient_dot` and :meth:`subgradient_norm` read it from the parts: at
+    :math:`d = 10^6` each d-vector is 8 MB. The fields are read-only.
     """
 
-    w: np.ndarray
-    fun: float
-    subgradient: np.ndarray
-    loss_value: float | None = None
-    loss_subgradient: np.ndarray | None = None
-    loss_dual: np.ndarray | None = None
+    __slots__ = ("w", "fun", "_subgradient", "loss_value", "loss_subgradient", "loss_dual",
+                 "parts", "__weakref__")
+
+    def __init__(self, w: np.ndarray, fun: float, subgradient: np.ndarray | None = None,
+                 loss_value: float | None = None, loss_subgradient: np.ndarray | None = None,
+                 loss_dual: np.ndarray | None = None, *, parts: tuple | None = None):
+        if subgradient is None and (parts is None or loss_subgradient is None):
+            raise ValueError("an Evaluation needs a subgradient, or its parts with the loss's")
+        self.w, self.fun, self._subgradient = w, fun, subgradient
+        self.loss_value, self.loss_subgradient, self.loss_dual = (loss_value, loss_subgradient,
+                                                                  loss_dual)
+        self.parts = None if subgradient is not None else parts
+
+    @property
+    def subgradient(self) -> np.ndarray:
+        """The subgradient at ``w`` (formed from ``parts`` on first access)."""
+        if self._subgradient is None:
+            lam, s = self.parts
+            g = np.multiply(s, lam)
+            g += self.loss_subgradient
+            self._subgradient = g
+        return self._subgradient
+
+    def subgradient_dot(self, p: np.ndarray) -> float:
+        r""":math:`\langle g, p\rangle` without forming ``g`` when it is given by parts."""
+        if self._subgradient is not None:
+            return float(self._subgradient @ p)
+        lam, s = self.parts
+        return lam * float(s @ p) + float(self.loss_subgradient @ p)
+
+    def subgradient_norm(self) -> float:
+        r""":math:`\|g\|_2` (from the parts' dot products when ``g`` is not formed)."""
+        if self._subgradient is not None:
+            return float(np.linalg.norm(self._subgradient))
+        lam, s = self.parts
+        a = self.loss_subgradient
+        sq = lam * lam * float(s @ s) + 2.0 * lam * float(s @ a) + float(a @ a)
+        return math.sqrt(max(sq, 0.0))
+
+    def subgradient_is_finite(self) -> bool:
+        """Whether every entry of the subgradient is finite (checked on the parts)."""
+        if self._subgradient is not None:
+            return _all_finite(self._subgradient)
+        lam, s = self.parts
+        return (math.isfinite(lam) and _all_finite(s) and _all_finite(self.loss_subgradient))
+
+    def __repr__(self):
+        return f"Evaluation(fun={self.fun!r}, dim={np.size(self.w)})"
+
+
+def _all_finite(v) -> bool:
+    # the sum is one pass without a d-sized boolean temporary; it overflows only for huge
+    # finite entries, which the exact test then settles
+    return bool(np.isfinite(np.sum(v)) or np.isfinite(v).all())
 
 
 class Oracle:
@@ -331,15 +386,23 @@ def _minimize_piecewise(line: LineFunction, bps: np.ndarray, lo: float, hi: floa
             right = left + step
             if step > 1e300:
                 return math.inf  # phi decreases without bound along the ray
-    d = lambda eta: line.derivative(eta, 1)
+    # scipy's brentq wraps its function in a closure that refers to itself (its call count,
+    # scipy.optimize._zeros_py._wrap_nan_raise): a reference cycle, freed only by the cyclic
+    # garbage collector. The line (and the d-vectors it holds: 8 MB each at d = 10^6) is
+    # therefore reached through a holder that is emptied once the root is found
+    holder = [line]
+    d = lambda eta: holder[0].derivative(eta, 1)
     # Absolute xtol tiny: the relative rtol governs (a bracket far wider than the root is
     # common). Near 0 the relative test can need more than ``maxiter`` halvings (a root at
     # 1e-20 in [0, 1e-16]); then bisection on the float order finishes in <= 64 steps.
-    root, info = brentq(d, left, right, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=200,
-                        full_output=True, disp=False)
-    if info.converged:
-        return float(root)
-    return _bisect_floats(d, float(left), float(right))
+    try:
+        root, info = brentq(d, left, right, xtol=1e-300, rtol=4 * np.finfo(float).eps,
+                            maxiter=200, full_output=True, disp=False)
+        if info.converged:
+            return float(root)
+        return _bisect_floats(d, float(left), float(right))
+    finally:
+        holder.clear()
 
 
 class GenericLine(LineFunction):
@@ -674,6 +737,10 @@ def freeze(w: np.ndarray) -> np.ndarray:
     return w
 
 
+def _none():
+    return None
+
+
 class CountingOracle(Oracle):
     r"""Wrap an oracle for a solver run: count calls, cache the last point, notify listeners,
     and check every answer.
@@ -701,8 +768,11 @@ class CountingOracle(Oracle):
     * NaN, ``-inf``, a non-finite subgradient, or ``+inf`` from an oracle with ``finite = True``
       raise :class:`OracleNumericalError` (from full evaluations, values, sup-subgradients and
       line evaluations alike);
-    * with ``check_convexity`` (default), each new evaluation is compared with the plane of the
-      previous one, :math:`f(w_2) \ge f(w_1) + \langle g_1, w_2 - w_1\rangle`, a
+    * with ``check_convexity`` (default), the plane of each new evaluation is compared with
+      the lowest value seen, :math:`f(w_*) \ge f(w) + \langle g, w_* - w\rangle` (the point
+      w_* is the best point, which the solver keeps anyway: no d-vector is kept for the
+      check, and a plane above the lowest value is the contradiction that would spoil a
+      lower bound), a
       ``sup_subgradient`` at the last evaluated point with its subgradient,
       :math:`f'(w; p) \ge \langle g, p\rangle`, and every value with the oracle's stated
       ``lower_bound``; a violation beyond rounding raises :class:`NonConvexError` with the
@@ -725,10 +795,21 @@ class CountingOracle(Oracle):
         self.check_convexity = bool(check_convexity)
         self.nfev = 0
         self.listeners: list[Callable[[Evaluation], None]] = []
-        self._last: Evaluation | None = None
+        self._last_ref: Callable[[], Evaluation | None] = _none  # weak: see _last
         self._last_value: tuple[np.ndarray, float] | None = None
+        self._lowest: tuple[np.ndarray, float] | None = None  # (w_*, f(w_*)): the plane check
         self._fmax = 0.0   # largest |value| seen
         self._gmax = 0.0   # largest subgradient norm seen
+
+    def __getstate__(self):  # a weak reference does not pickle: the cache starts empty
+        return {**self.__dict__, "_last_ref": _none}
+
+    @property
+    def _last(self) -> Evaluation | None:
+        """The last evaluation, while a solver still holds it (a weak reference): repeated
+        calls at its point are answered from it, and once the solver lets it go its
+        subgradients (d-vectors: 8 MB each at d = 10^6) are freed, not kept by the cache."""
+        return self._last_ref()
 
     def __getattr__(self, name):  # only for names not set in __init__: the problem's parts
         problem = self.__dict__.get("problem")  # absent while unpickling: no recursion
@@ -758,34 +839,40 @@ class CountingOracle(Oracle):
                 f"the oracle's {what} has non-finite entries (first at index "
                 f"{int(np.flatnonzero(~np.isfinite(g))[0])})", np.array(w, copy=True), what)
 
-    def _check_plane(self, old: Evaluation, new: Evaluation) -> None:
-        """``f(w_new) >= f(w_old) + <g_old, w_new - w_old>`` (the old plane at the new point)."""
-        if not (math.isfinite(old.fun) and math.isfinite(new.fun)):
+    def _check_plane(self, new: Evaluation) -> None:
+        """``f(w_*) >= f(w) + <g, w_* - w>``: the new plane at the lowest point seen."""
+        if self._lowest is None or self._lowest[0] is new.w or not math.isfinite(new.fun):
             return
-        # no d-sized temporaries (d may be 1e6): <g, w2 - w1> and ||w2 - w1|| from dot products
-        g = old.subgradient
-        g_new, g_old = float(g @ new.w), float(g @ old.w)
-        plane = old.fun + (g_new - g_old)
-        dist = math.sqrt(max(float(new.w @ new.w) + float(old.w @ old.w)
-                             - 2.0 * float(new.w @ old.w), 0.0))
-        if new.fun < plane - rounding_allowance(new.fun, old.fun, self._fmax, g_new, g_old,
-                                                self._gmax * dist):
+        w_old, f_old = self._lowest
+        # no d-sized temporaries (d may be 1e6): <g, w1 - w2> and ||w1 - w2|| from dot products
+        g_old, g_new = new.subgradient_dot(w_old), new.subgradient_dot(new.w)
+        plane = new.fun + (g_old - g_new)
+        dist = math.sqrt(max(float(new.w @ new.w) + float(w_old @ w_old)
+                             - 2.0 * float(new.w @ w_old), 0.0))
+        if f_old < plane - rounding_allowance(f_old, new.fun, self._fmax, g_new, g_old,
+                                              self._gmax * dist):
             raise NonConvexError(
-                f"f(w2) = {new.fun!r} lies below the plane of w1, f(w1) + <g1, w2 - w1> = "
+                f"f(w2) = {f_old!r} lies below the plane of w1, f(w1) + <g1, w2 - w1> = "
                 f"{plane!r}: the function is not convex or g1 is not a subgradient",
-                {"w1": old.w, "f1": old.fun, "g1": old.subgradient, "w2": new.w, "f2": new.fun})
+                {"w1": new.w, "f1": new.fun, "g1": new.subgradient, "w2": w_old, "f2": f_old})
+
+    def _note_value(self, w: np.ndarray, f: float) -> None:
+        if math.isfinite(f) and (self._lowest is None or f < self._lowest[1]):
+            self._lowest = (w, f)
 
     def forget(self) -> None:
         """Drop the cached last evaluation (its point and subgradients): the plane check and
         the cache start afresh."""
-        self._last = None
+        self._last_ref = _none
         self._last_value = None
+        self._lowest = None
 
     # --- calls --------------------------------------------------------------------------
     def evaluate(self, w: np.ndarray) -> Evaluation:
         last = self._last
         if last is not None and (last.w is w or np.array_equal(last.w, w)):
             return last
+        del last  # no reference to the previous evaluation while the next one allocates its own
         w = frozen(w)
         self.nfev += 1
         ev = self.problem._evaluate(w)
@@ -796,13 +883,15 @@ class CountingOracle(Oracle):
 
     def _accept(self, ev: Evaluation) -> None:
         self._check_value(ev.fun, ev.w)
-        self._check_vector(ev.subgradient, ev.w)
+        if not ev.subgradient_is_finite():
+            self._check_vector(ev.subgradient, ev.w)
         if math.isfinite(ev.fun):
             self._fmax = max(self._fmax, abs(ev.fun))
-        self._gmax = max(self._gmax, float(np.linalg.norm(ev.subgradient)))
-        if self.check_convexity and self._last is not None and math.isfinite(ev.fun):
-            self._check_plane(self._last, ev)
-        self._last = ev
+        self._gmax = max(self._gmax, ev.subgradient_norm())
+        if self.check_convexity:
+            self._check_plane(ev)
+        self._note_value(ev.w, ev.fun)
+        self._last_ref = weakref.ref(ev)
         for listener in self.listeners:
             listener(ev)
 
@@ -829,6 +918,7 @@ class CountingOracle(Oracle):
         self.nfev += 1
         f = self._check_value(self.problem._value(w), w)
         self._last_value = (frozen(w), f)
+        self._note_value(self._last_value[0], f)
         return f
 
     def _sup_subgradient(self, w, p):
@@ -838,7 +928,7 @@ class CountingOracle(Oracle):
         self._check_vector(g, w, "sup-subgradient")
         last = self._last
         if self.check_convexity and last is not None and np.array_equal(last.w, w):
-            lin = float(last.subgradient @ p)
+            lin = last.subgradient_dot(p)
             if lin > s + rounding_allowance(s, lin, self._gmax * float(np.linalg.norm(p))):
                 raise NonConvexError(
                     f"the directional derivative f'(w; p) = {s!r} is below <g, p> = {lin!r} for "

@@ -13,19 +13,6 @@ from .regularizers import L2, Regularizer
 __all__ = ["RegularizedRisk", "as_problem"]
 
 
-def _compose(lam: float, s: np.ndarray, a: np.ndarray) -> np.ndarray:
-    """``lam * s + a``, the subgradient of J from the regularizer's ``s`` and the loss's ``a``,
-    in the buffer of ``s`` when the regularizer handed over a fresh float64 array (no d-vector
-    temporaries: at d = 10^6 each is 8 MB)."""
-    s = np.asarray(s)
-    if (s.dtype == np.float64 and s.base is None and s.flags.writeable and s is not a
-            and s.shape == np.shape(a)):
-        np.multiply(s, lam, out=s)
-        s += a
-        return s
-    return lam * s + a
-
-
 class RegularizedRisk(Oracle):
     r"""Regularized risk :math:`J(w) = \lambda\,\Omega(w) + R(w)` ([TVSL10]_ eq. 1).
 
@@ -83,7 +70,7 @@ class RegularizedRisk(Oracle):
         else:
             (r, a), t = self.loss._value_and_subgradient(w), None
         omega, s = self.reg._value_and_subgradient(w)
-        return Evaluation(w, self.lam * omega + r, _compose(self.lam, s, a), float(r), a, t)
+        return Evaluation(w, self.lam * omega + r, None, float(r), a, t, parts=(self.lam, s))
 
     def _value_and_subgradient(self, w):
         ev = self._evaluate(w)
@@ -103,7 +90,7 @@ class RegularizedRisk(Oracle):
             (values, subgradients), t = split(w, n_groups), None
         r, a = float(values.sum()), subgradients.sum(axis=0)
         omega, s = self.reg._value_and_subgradient(w)
-        return (Evaluation(w, self.lam * omega + r, _compose(self.lam, s, a), r, a, t), values,
+        return (Evaluation(w, self.lam * omega + r, None, r, a, t, parts=(self.lam, s)), values,
                 subgradients)
 
     def _sup_subgradient(self, w, p):

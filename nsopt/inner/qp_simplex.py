@@ -376,11 +376,17 @@ def finish_quadratic(bundle, reg, lam, alpha, n_iter, blocks=None) -> InnerSolut
     if blocks is None:
         blocks = bundle_blocks(bundle)
     a_bar = bundle.rmatvec(alpha)
-    w = -(bundle.rmatvec(alpha, metric=True) if bundle.metric is not None else a_bar) / lam
     support = np.flatnonzero(alpha)
     b_dot = float(alpha[support] @ bundle.b[support])
     dual = b_dot - scaled_conjugate(reg, a_bar, lam)
-    dual_gram = b_dot + 0.5 * float(a_bar @ w)  # the same value through the bundle's metric
+    if bundle.metric is not None:
+        w = np.divide(bundle.rmatvec(alpha, metric=True), -lam)
+        dual_gram = b_dot + 0.5 * float(a_bar @ w)  # the same value through the bundle's metric
+    else:
+        # w = -a_bar / lam in a_bar's buffer (a_bar is not needed past here: one d-vector less)
+        dual_gram = b_dot - 0.5 * float(a_bar @ a_bar) / lam
+        w = np.divide(a_bar, -lam, out=a_bar)
+    del a_bar
     if not abs(dual - dual_gram) <= 1e-8 * (1.0 + abs(b_dot) + abs(dual - b_dot)):
         raise ValueError(
             f"the bundle's metric does not match {type(reg).__name__}'s conjugate "

@@ -329,6 +329,7 @@ class Solver:
             x0 = default_start(problem)
         else:
             x0 = check_vector(x0, problem.dim, "x0", copy=True)
+        freeze(x0)  # our own copy, read-only: the oracle keeps it without another copy
         oracle = CountingOracle(problem, check_convexity=self.config["check_convexity"])
         best = BestPoint()
         oracle.listeners.append(best)

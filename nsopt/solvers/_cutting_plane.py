@@ -6,9 +6,10 @@ they keep; this module holds the common part, so no solver file repeats it:
 * :func:`new_bundle`: a :class:`~nsopt.bundle.PlaneBundle` for a ``RegularizedRisk``, with the
   loss's floor :math:`R \ge` ``loss.lower_bound`` as a first plane (fixed, or ordinary when the
   policy aggregates everything);
-* :func:`add_and_solve`: apply the keep policy (drop planes idle for ``remove_inactive``
-  iterations, compress to ``max_planes``), add the plane of an evaluation, and solve the master
-  dual warm-started, returning the :class:`~nsopt.inner.InnerSolution` and the time spent.
+* :func:`add_planes`: apply the keep policy (drop planes idle for ``remove_inactive``
+  iterations, compress to ``max_planes``) and add the plane of an evaluation;
+* :func:`solve_master`: solve the master dual warm-started, returning a :class:`Master`
+  (multipliers, proven bound, its evidence, the time spent); :func:`add_and_solve` does both.
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from ..bundle import PlaneBundle
 from ..oracle import freeze
 from ..inner import select
 
-__all__ = ["new_bundle", "add_and_solve", "PLANE_OPTIONS", "Master"]
+__all__ = ["new_bundle", "add_planes", "solve_master", "add_and_solve", "PLANE_OPTIONS", "Master"]
 
 
 PLANE_OPTIONS = {
@@ -106,15 +107,25 @@ def bundle_planes(bundle: PlaneBundle) -> tuple[np.ndarray, np.ndarray]:
 
 
 def add_and_solve(problem, bundle: PlaneBundle, alpha: np.ndarray, ev, master, *,
-                  outer_gap: float, inner_rtol: float, remove_inactive=None, max_planes=None,
-                  keep_newest=None, groups=None) -> Master:
-    """Add the loss plane of evaluation ``ev`` to ``bundle`` and re-solve the master dual.
+                  outer_gap: float, inner_rtol: float, **policy) -> Master:
+    """Add the loss plane of evaluation ``ev`` to ``bundle`` and re-solve the master dual:
+    :func:`add_planes` then :func:`solve_master` (``policy``: the former's keywords)."""
+    alpha, n_new = add_planes(bundle, alpha, ev, **policy)
+    return solve_master(problem, bundle, alpha, n_new, master, outer_gap=outer_gap,
+                        inner_rtol=inner_rtol)
 
-    ``alpha`` are the current multipliers (aligned with ``bundle``); the returned ones are
-    aligned with the updated bundle. ``keep_newest`` selects the aggregation policy used when
-    the bundle is full (see :meth:`PlaneBundle.compress`). With ``groups = (values,
-    subgradients)`` (multiple cutting-plane models) one plane per model is added instead, plane
-    ``p`` to block ``p``, and ``max_planes`` applies per block.
+
+def add_planes(bundle: PlaneBundle, alpha: np.ndarray, ev, *, remove_inactive=None,
+               max_planes=None, keep_newest=None, groups=None) -> tuple[np.ndarray, int]:
+    """Apply the keep policy and add the loss plane of evaluation ``ev`` to ``bundle``;
+    return the multipliers aligned with the updated bundle and the number of planes added.
+
+    ``alpha`` are the current multipliers (aligned with ``bundle``). ``keep_newest`` selects
+    the aggregation policy used when the bundle is full (see :meth:`PlaneBundle.compress`).
+    With ``groups = (values, subgradients)`` (multiple cutting-plane models) one plane per
+    model is added instead, plane ``p`` to block ``p``, and ``max_planes`` applies per block.
+    The bundle keeps what it needs of ``ev`` (the slope in sparse form when that is smaller):
+    a caller that lets ``ev`` go before :func:`solve_master` frees its dense d-vectors.
     """
     if remove_inactive is not None and bundle.n > bundle.n_fixed and alpha.size == bundle.n:
         alpha = alpha[bundle.drop(bundle.age >= remove_inactive)]
@@ -138,6 +149,13 @@ def add_and_solve(problem, bundle: PlaneBundle, alpha: np.ndarray, ev, master, *
                 t_p[cuts[p]:cuts[p + 1]] = t[cuts[p]:cuts[p + 1]]
             bundle.add_at(ev.w, value, a, block=p, dual=t_p)
         n_new = len(values)
+    return alpha, n_new
+
+
+def solve_master(problem, bundle: PlaneBundle, alpha: np.ndarray, n_new: int, master, *,
+                 outer_gap: float, inner_rtol: float) -> Master:
+    """Solve the master dual over ``bundle``, warm-started from ``alpha`` (zeros for the
+    ``n_new`` planes just added), to ``inner_rtol`` times the outer gap."""
     warm = (np.append(alpha, np.zeros(n_new))
             if alpha.size == bundle.n - n_new and alpha.sum() > 0 else None)
     # a gap that rounding made <= 0 asks for a solve to rounding (tol None), never a negative tol

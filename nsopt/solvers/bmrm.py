@@ -18,7 +18,8 @@ import numpy as np
 
 from ..bundle import PlaneBundle
 from ._base import Solver
-from ._cutting_plane import PLANE_OPTIONS, add_and_solve, bundle_planes, master_solver, new_bundle
+from ._cutting_plane import (PLANE_OPTIONS, add_planes, bundle_planes, master_solver, new_bundle,
+                             solve_master)
 from ._registry import register
 
 
@@ -115,9 +116,12 @@ class BMRM(Solver):
     def step(self, problem, s):
         ev = problem.evaluate(s.w)                                   # [TVSL10, Alg. 2, l. 4]
         fun_best = min(s.fun_best, ev.fun)
-        m = add_and_solve(problem, s.bundle, s.alpha, ev, s.master,  # l. 5-6
-                          outer_gap=fun_best - s.lower_bound, inner_rtol=self.inner_rtol,
-                          remove_inactive=self.remove_inactive, max_planes=self.max_planes)
+        alpha, n_new = add_planes(s.bundle, s.alpha, ev,             # l. 5
+                                  remove_inactive=self.remove_inactive,
+                                  max_planes=self.max_planes)
+        del ev  # the bundle has the plane: its dense slope is not kept through the master solve
+        m = solve_master(problem, s.bundle, alpha, n_new, s.master,  # l. 6
+                         outer_gap=fun_best - s.lower_bound, inner_rtol=self.inner_rtol)
         improved = m.dual_value >= s.lower_bound  # an inexact solve may not improve the bound
         return self.State(
             w=m.w, fun_best=fun_best, lower_bound=max(m.dual_value, s.lower_bound),

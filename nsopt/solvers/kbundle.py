@@ -17,7 +17,7 @@ import numpy as np
 from ..bundle import PlaneBundle
 from .._validation import Boolean, Interval, NoneOr, Option
 from ._base import Solver
-from ._cutting_plane import PLANE_OPTIONS, add_and_solve, master_solver, new_bundle
+from ._cutting_plane import PLANE_OPTIONS, add_planes, master_solver, new_bundle, solve_master
 from ._registry import register
 
 
@@ -125,11 +125,13 @@ class KBundle(Solver):
         if s.bundle is None:
             return self._step_closed_form(problem, s, ev, fun_best)
         k = self.bundle_size
-        m = add_and_solve(problem, s.bundle, s.alpha, ev, s.master,
-                          outer_gap=fun_best - s.lower_bound, inner_rtol=self.inner_rtol,
-                          remove_inactive=self.remove_inactive if k is None else None,
-                          max_planes=None if k is None else k + s.bundle.n_fixed,
-                          keep_newest=None if k is None else k - 2)
+        alpha, n_new = add_planes(s.bundle, s.alpha, ev,
+                                  remove_inactive=self.remove_inactive if k is None else None,
+                                  max_planes=None if k is None else k + s.bundle.n_fixed,
+                                  keep_newest=None if k is None else k - 2)
+        del ev  # the bundle has the plane: its dense slope is not kept through the master solve
+        m = solve_master(problem, s.bundle, alpha, n_new, s.master,
+                         outer_gap=fun_best - s.lower_bound, inner_rtol=self.inner_rtol)
         improved = m.dual_value >= s.lower_bound
         return self.State(w=m.w, fun_best=fun_best, lower_bound=max(m.dual_value, s.lower_bound),
                           a_bar=m.a_bar if improved else s.a_bar,

@@ -16,9 +16,11 @@ from typing import NamedTuple
 import numpy as np
 
 from ..bundle import PlaneBundle
+from ..oracle import freeze
 from .._validation import Boolean, Interval, Option
 from ._base import Solver
-from ._cutting_plane import PLANE_OPTIONS, add_and_solve, bundle_planes, master_solver, new_bundle
+from ._cutting_plane import (PLANE_OPTIONS, add_planes, bundle_planes, master_solver, new_bundle,
+                             solve_master)
 from ._registry import register
 from ..linesearch import exact_line_search
 
@@ -45,8 +47,9 @@ class LSBMRM(Solver):
 
     Notes
     -----
-    Notation: ``w_master`` is :math:`w_t`, ``w_best`` is :math:`w^b_t`, ``w_query`` is
-    :math:`w^c_t` ([TVSL10]_ Alg. 3).
+    Notation: ``w_best`` is :math:`w^b_t`, ``w_query`` is :math:`w^c_t` ([TVSL10]_ Alg. 3).
+    The master minimiser :math:`w_t = (w^c_t - (1 - \theta) w^b_t) / \theta` is not kept in
+    the state (one d-vector less: 8 MB at :math:`d = 10^6`).
 
     Line search: exact when the problem's line function knows its breakpoints (hinge-type
     losses, squared hinge, L2/L1 regularizers: ``LineFunction.minimize``); otherwise a
@@ -80,7 +83,6 @@ class LSBMRM(Solver):
     }
 
     class State(NamedTuple):
-        w_master: np.ndarray       # w_t, minimiser of the cutting-plane model
         w_best: np.ndarray         # w_t^b, the line-search point (what the Result returns)
         fun_best: float            # J(w_t^b)
         w_query: np.ndarray        # w_t^c, where the oracle is called next
@@ -99,7 +101,7 @@ class LSBMRM(Solver):
     def init(self, problem, x0):
         bundle = new_bundle(problem, planes=self.planes)
         ev = problem.evaluate(x0)
-        s = self.State(w_master=x0, w_best=x0, fun_best=ev.fun, w_query=x0,
+        s = self.State(w_best=x0, fun_best=ev.fun, w_query=x0,
                        lower_bound=-math.inf, alpha=np.zeros(bundle.n), a_bar=None, b_bar=None,
                        evidence=None,
                        bundle=bundle, master=master_solver(problem, self.inner), eta=0.0,
@@ -113,10 +115,13 @@ class LSBMRM(Solver):
         w_b, fun_b = s.w_best, s.fun_best
         if ev.fun < fun_b:  # the query point itself may be the best so far
             w_b, fun_b = ev.w, ev.fun
-        m = add_and_solve(problem, s.bundle, s.alpha, ev, s.master,    # l. 5-6
-                          outer_gap=fun_b - s.lower_bound, inner_rtol=self.inner_rtol,
-                          remove_inactive=self.remove_inactive, max_planes=self.max_planes)
-        w_t = m.w
+        alpha, n_new = add_planes(s.bundle, s.alpha, ev,                 # l. 5
+                                  remove_inactive=self.remove_inactive,
+                                  max_planes=self.max_planes)
+        del ev  # the bundle has the plane: its dense slope is not kept through the master solve
+        m = solve_master(problem, s.bundle, alpha, n_new, s.master,      # l. 6
+                         outer_gap=fun_b - s.lower_bound, inner_rtol=self.inner_rtol)
+        w_t, m = m.w, m._replace(w=None)  # w_t serves only the line and w_c below
         eta = 1.0
         if self.line_search:                                             # l. 7-8
             d = w_t - w_b
@@ -125,18 +130,25 @@ class LSBMRM(Solver):
                 eta = exact_line_search(line, lo=0.0).eta
                 if math.isfinite(eta) and eta > 0:
                     fun_new = line.value(eta)
-                    if fun_new < fun_b:
-                        w_b, fun_b = w_b + eta * d, fun_new
+                    if fun_new < fun_b:  # w_b + eta d, with no d-sized temporary
+                        w_new = np.multiply(d, eta, out=d)
+                        w_b, fun_b = freeze(np.add(w_new, w_b, out=w_new)), fun_new
+                del d, line  # no longer needed (d's buffer may now be w_b's)
             else:
                 eta = 0.0
         else:
             w_b = w_t
             fun_b = math.inf  # unknown until queried: BMRM's iterate
         theta = self.query_fraction
-        w_c = w_t if not self.line_search else (1.0 - theta) * w_b + theta * w_t        # l. 9
+        w_c = w_t                                                        # l. 9
+        if self.line_search:  # (1 - theta) w_b + theta w_t, with one d-sized temporary
+            w_c = np.multiply(w_b, 1.0 - theta)
+            w_c += theta * w_t
+        del w_t
+        freeze(w_c)  # read-only: the oracle keeps it without a copy
         improved = m.dual_value >= s.lower_bound
         return self.State(
-            w_master=w_t, w_best=w_b if math.isfinite(fun_b) else None, fun_best=fun_b,
+            w_best=w_b if math.isfinite(fun_b) else None, fun_best=fun_b,
             w_query=w_c, lower_bound=max(m.dual_value, s.lower_bound), alpha=m.alpha,
             a_bar=m.a_bar if improved else s.a_bar, b_bar=m.b_bar if improved else s.b_bar,
             evidence=m.evidence if improved else s.evidence, bundle=s.bundle, master=s.master, eta=float(eta), n_planes=s.bundle.n,

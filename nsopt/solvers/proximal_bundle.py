@@ -22,10 +22,13 @@ from ..certificate import OraclePlanes, zero_aggregate
 from ..inner import QPSimplex
 from ..problem import RegularizedRisk, as_problem
 from ..regularizers import L2
+from .._linalg import distance
 from .._validation import Interval, NoneOr, Option, Options
 from ._base import Solver, bare_oracle
 from ._start import sgd_start
-from ._cutting_plane import PLANE_OPTIONS, add_and_solve, bundle_planes, master_solver, new_bundle
+from ..oracle import freeze
+from ._cutting_plane import (PLANE_OPTIONS, add_and_solve, add_planes, bundle_planes, master_solver,
+                             new_bundle, solve_master)
 from ._registry import register
 
 _L2 = L2()
@@ -54,7 +57,11 @@ def _prox_master(bundle, master, lam, u, centre, warm, tol, deadline=None):
     shift = (u / lam2) * centre
     view = _ShiftedPlanes(bundle, bundle.b + bundle.matvec(shift))
     sol = master.solve(view, _L2, lam2, warm=warm, tol=tol, deadline=deadline)
-    return sol, sol.w + shift
+    # sol.w (v) is not needed past w = v + s: w is formed in its buffer when the master
+    # solver handed over its own array (one d-vector per candidate less)
+    v = sol.w
+    w = np.add(v, shift, out=v) if v.flags.writeable and v.base is None else v + shift
+    return sol._replace(w=None), w
 
 
 _VARIANT = Option("auto", Options(("auto", "proximal", "trust-region")),
@@ -250,24 +257,31 @@ class ProxBMRM(ProximalBundle):
 
     def step(self, problem, s):
         lam, c, K = problem.lam, s.w, s.K
-        w0 = -s.bundle.rmatvec(s.beta0) / lam if s.beta0.size == s.bundle.n else None
+        w0 = None
+        if s.beta0.size == s.bundle.n:  # -A^T beta0 / lam, in the buffer rmatvec returns
+            w0 = s.bundle.rmatvec(s.beta0)
+            w0 = np.divide(w0, -lam, out=w0)
         alpha, beta, tuned = s.alpha, s.beta, False
         if s.retune:                                                     # [UF12, Alg. 2, l. 7]
             tuned = True
-            if w0 is not None and np.linalg.norm(w0 - c) <= K:
+            if w0 is not None and distance(w0, c) <= K:
                 alpha, beta, w_new = 0.0, s.beta0, w0
             else:
+                w0 = None  # not taken: let go before the candidates are formed
                 floor = lam * 2.0 ** -10  # the smallest nonzero alpha of the scaled grid
                 alpha = max(alpha, floor)
                 sol, w_new = self._prox(problem, s, alpha, None)
-                while np.linalg.norm(w_new - c) > K and alpha < self.alpha_max:   # double
+                while distance(w_new, c) > K and alpha < self.alpha_max:   # double
                     alpha *= 2.0
+                    w_new = None  # the rejected candidate is let go before the next is formed
                     sol, w_new = self._prox(problem, s, alpha, sol.alpha)
                 while alpha > floor:                                     # halve while feasible
                     sol2, w2 = self._prox(problem, s, alpha / 2.0, sol.alpha)
-                    if np.linalg.norm(w2 - c) > K:
+                    if distance(w2, c) > K:
                         break
                     alpha, sol, w_new = alpha / 2.0, sol2, w2
+                    w2 = None
+                w2 = sol2 = None
                 beta = sol.alpha
         elif alpha == 0.0:
             beta, w_new = s.beta0, w0
@@ -275,14 +289,17 @@ class ProxBMRM(ProximalBundle):
             warm = beta if beta is not None and beta.size == s.bundle.n else None
             sol, w_new = self._prox(problem, s, alpha, warm)             # l. 3
             beta = sol.alpha
-        ev, groups = self._evaluate(problem, w_new)
-        fun_best = min(s.fun_best, ev.fun)
+        ev, groups = self._evaluate(problem, freeze(w_new))  # read-only: kept without a copy
+        del w0, w_new
+        fun_new, w_evaluated = ev.fun, ev.w
+        fun_best = min(s.fun_best, fun_new)
         # add the plane(s) and re-solve the alpha = 0 master: the certificate (l. 10)
         n_before = s.bundle.n
-        m = add_and_solve(problem, s.bundle, s.beta0, ev, s.master,
-                          outer_gap=fun_best - s.lower_bound, inner_rtol=self.inner_rtol,
-                          remove_inactive=self.remove_inactive, max_planes=self.max_planes,
-                          groups=groups)
+        beta0, n_new = add_planes(s.bundle, s.beta0, ev, remove_inactive=self.remove_inactive,
+                                  max_planes=self.max_planes, groups=groups)
+        del ev, groups  # the bundle has the planes: their dense slopes are let go
+        m = solve_master(problem, s.bundle, beta0, n_new, s.master,
+                         outer_gap=fun_best - s.lower_bound, inner_rtol=self.inner_rtol)
         if beta is not None and beta.size != s.bundle.n:
             added = s.bundle.n - n_before
             beta = np.append(beta, np.zeros(added)) if beta.size == n_before and added > 0 else None
@@ -290,9 +307,9 @@ class ProxBMRM(ProximalBundle):
         if tuned:                                                        # eq. (11)
             eps = self.rtol
             T = self.retune_every
-            gamma = ev.fun / T - m.dual_value / (T * (1.0 - eps))
-        retune = (s.fun - ev.fun) < gamma                                # l. 4
-        return self.State(w=ev.w, fun=ev.fun, fun_best=fun_best, lower_bound=m.dual_value,
+            gamma = fun_new / T - m.dual_value / (T * (1.0 - eps))
+        retune = (s.fun - fun_new) < gamma                               # l. 4
+        return self.State(w=w_evaluated, fun=fun_new, fun_best=fun_best, lower_bound=m.dual_value,
                           a_bar=m.a_bar, b_bar=m.b_bar, evidence=m.evidence, alpha=alpha,
                           gamma=gamma, retune=retune,
                           beta0=m.alpha, beta=beta, K=K, bundle=s.bundle, master=s.master,
@@ -388,6 +405,7 @@ class TrustRegionBundle(ProximalBundle):
         centre: np.ndarray         # x-hat, the stability centre
         fun_centre: float          # f(x-hat)
         x: np.ndarray              # the next trial point (master minimiser)
+        queried: np.ndarray        # the last point evaluated (its plane is in the model)
         u: float                   # proximity weight (inverse trust radius)
         delta: float               # predicted decrease at x
         linearization_error: float  # of the aggregate g-hat at the centre
@@ -414,7 +432,7 @@ class TrustRegionBundle(ProximalBundle):
         bundle.add_at(ev.w, ev.fun, ev.subgradient)
         gnorm = float(np.linalg.norm(ev.subgradient))
         u = max(gnorm, 1e-12) / self.initial_step
-        s = self.State(centre=ev.w, fun_centre=ev.fun, x=ev.w, u=u, delta=math.inf,
+        s = self.State(centre=ev.w, fun_centre=ev.fun, x=ev.w, queried=ev.w, u=u, delta=math.inf,
                        linearization_error=0.0, subgradient_norm=gnorm, lower_bound=-math.inf,
                        evidence=None, stationary=False, beta=np.ones(1), bundle=bundle, master=QPSimplex(),
                        serious=True, n_serious=0, n_null=0, n_planes=1)
@@ -482,12 +500,12 @@ class TrustRegionBundle(ProximalBundle):
     def step(self, problem, s):
         if s.stationary:
             return s
-        n_calls = problem.nfev
-        ev = problem.evaluate(s.x)
-        if problem.nfev == n_calls:
+        if s.x is s.queried or np.array_equal(s.x, s.queried):
             # the trial point was evaluated before: its plane is in the model already, so the
             # next master problem would be the same one (the loop that never returned)
             return s._replace(stationary=True)
+        ev = problem.evaluate(s.x)
+        s = s._replace(queried=ev.w)
         bundle, u, beta = s.bundle, s.u, s.beta
         if self.remove_inactive is not None:
             beta = beta[bundle.drop(bundle.age >= self.remove_inactive)]
