@@ -683,6 +683,8 @@ class Certificate:
         if evidence is None or not lower > -math.inf:
             evidence, lower, source = None, -math.inf, "none"
         plane = evidence.plane if evidence is not None and evidence.plane is not None else (None, None)
+        if sp.issparse(plane[0]):  # a solver's compact aggregate (large sparse d): dense here
+            plane = (plane[0].toarray().reshape(-1), plane[1])
         fp = fingerprint(problem) if hasattr(problem, "loss") and hasattr(problem, "lam") else None
         return cls(upper=float(upper), lower=float(lower), gap=float(upper) - float(lower),
                    source=source, a_bar=plane[0], b_bar=plane[1], evidence=evidence,

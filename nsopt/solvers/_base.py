@@ -517,9 +517,12 @@ class Solver:
         ``callback(state)`` is called after every step; returning True (or raising
         ``StopIteration``) stops the run with status ``callback``.
         """
-        for _, out, status in self.run(problem, x0, callback):
+        for state, out, status in self.run(problem, x0, callback):
             if status is not None:
                 return out
+            # let the yielded state go: after the last step the loop builds the result while
+            # this name would still hold the state before it (d-vectors at large d)
+            del state
         raise AssertionError("unreachable")  # pragma: no cover
 
     def iterate(self, problem, x0=None) -> Iterator:
