@@ -250,13 +250,14 @@ class _RescaledLine(LineFunction):
 
 
 class QuadraticLine(LineFunction):
-    cheap_derivative = True
     """``phi(eta) = c0 + c1 eta + 0.5 c2 eta^2`` with ``c2 >= 0``; exact minimisation.
 
     ``minimize(lo, hi)`` returns the clipped stationary point; when ``c2 == 0`` it returns the
     end of ``[lo, hi]`` towards which ``phi`` decreases (``+-inf`` if that end is infinite), and
     ``lo`` (or ``0.0`` on the whole line) when ``phi`` is constant.
     """
+
+    cheap_derivative = True
 
     def __init__(self, c0: float, c1: float, c2: float):
         self.c0, self.c1, self.c2 = float(c0), float(c1), float(c2)
@@ -290,7 +291,6 @@ class QuadraticLine(LineFunction):
 
 
 class PiecewiseQuadraticLine(LineFunction):
-    cheap_derivative = True
     r"""``phi(eta) = c0 + c1 eta + 0.5 c2 eta^2 + scale * sum_i |w_i + eta p_i|`` (``c2, scale >= 0``).
 
     The restriction of :class:`L1` and :class:`ElasticNet` to a line. Its derivative is
@@ -302,6 +302,8 @@ class PiecewiseQuadraticLine(LineFunction):
     derivatives change sign and, on a flat stretch of minimisers, returns the smallest one in
     ``[lo, hi]``.
     """
+
+    cheap_derivative = True
 
     def __init__(self, c0: float, c1: float, c2: float, scale: float, w: np.ndarray, p: np.ndarray):
         self.c1, self.c2, self.scale = float(c1), float(c2), float(scale)

@@ -358,3 +358,14 @@ def test_erratum_E7_huber():
         lo, hi = loss.restrict(np.array([r]), np.ones(1)).derivative(0.0, -1), \
             loss.restrict(np.array([r]), np.ones(1)).derivative(0.0, 1)
         assert lo == hi == r
+
+
+def test_line_classes_keep_their_docstrings():
+    """Issue 15 move 7: a class attribute above the docstring made ``__doc__`` None."""
+    from nsopt.losses.multivariate import ScoreLine
+    from nsopt.regularizers import PiecewiseQuadraticLine, QuadraticLine
+
+    for cls in (nsopt.losses.VectorLine, QuadraticLine, PiecewiseQuadraticLine, ScoreLine,
+                nsopt.losses.ScalarLine):
+        assert cls.__doc__ and cls.__doc__.strip(), cls.__name__
+        assert cls.cheap_derivative is True

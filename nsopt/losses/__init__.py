@@ -4,7 +4,8 @@
 the hinge with its bias minimised out (Pragam-b's loss), is imported from its module: it lacks
 the exact ``sup_subgradient`` and line of the catalogue losses.
 """
-from ._base import ScalarLine, ScalarLoss, VectorLine, VectorLoss
+from ._base import ScalarLine, ScalarLoss
+from ._vector_base import VectorLine, VectorLoss
 from .multivariate import (FBeta, NDCG, OrdinalRegression, PRBEP, PreferencePairs, ROCArea,
                            ndcg_at_k)
 from .structured import ChainHinge, StructuredHinge

@@ -1,7 +1,7 @@
 r"""Compiled kernels (numba) of the vector losses: matrix data passes and per-example math.
 
 Data passes (sparse data; dense data uses BLAS through numpy), each also compiled serially
-(``*_serial``): :class:`~nsopt.losses._base.VectorLoss` uses the threaded ones only when the
+(``*_serial``): :class:`~nsopt.losses._vector_base.VectorLoss` uses the threaded ones only when the
 pass has at least ``PARALLEL_MIN_NNZ`` (of :mod:`nsopt.losses._kernels`) multiply-adds:
 
 ``csr_matmat(indptr, indices, data, W, out)``

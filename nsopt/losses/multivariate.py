@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import struct
 
 import numpy as np
 import scipy.sparse as sp
@@ -50,6 +49,7 @@ from scipy.optimize import linear_sum_assignment
 from .._validation import check_binary_labels, check_data, check_lengths, check_targets, check_vector
 from ..oracle import LineFunction, Oracle, bisect_minimize
 from . import _multivariate_kernels as kern
+from ._groups import contiguous_groups
 from ._kernels import DataMatrix
 
 __all__ = [
@@ -156,7 +156,7 @@ class MultivariateLoss(Oracle):
             what = "queries" if G > 1 else "group: it does not decompose over examples"
             raise ValueError(f"{type(self).__name__} splits into 1 .. {G} groups ({G} {what}), "
                              f"got n_groups={n_groups}")
-        bounds = (np.arange(int(n_groups) + 1) * G) // int(n_groups)
+        bounds = contiguous_groups(G, n_groups)
         return [np.concatenate(natural[a:b]) for a, b in zip(bounds[:-1], bounds[1:])], bounds
 
     def groups(self, n_groups: int | None = None) -> list[np.ndarray]:
@@ -201,7 +201,6 @@ class MultivariateLoss(Oracle):
 
 
 class ScoreLine(LineFunction):
-    cheap_derivative = True
     r""":math:`\varphi(\eta) = \rho(f + \eta q)` for fixed :math:`f = Xw`, :math:`q = Xp`.
 
     Each evaluation costs one score-space evaluation of the loss (O(m log m) for the sorting
@@ -214,6 +213,8 @@ class ScoreLine(LineFunction):
     :meth:`breakpoints` (listed when the loss can do it cheaply) serves sums of lines, e.g.
     the line of a :class:`~nsopt.RegularizedRisk`, whose ``minimize`` needs them.
     """
+
+    cheap_derivative = True
 
     def __init__(self, loss: MultivariateLoss, f: np.ndarray, q: np.ndarray):
         self.loss, self.f, self.q = loss, f, q

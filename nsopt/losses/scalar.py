@@ -71,7 +71,6 @@ class Hinge(ScalarLoss):
             offset=np.ones(y.size), project=lambda v: np.clip(v, 0.0, c),
             center=np.zeros(y.size), radius_sq=0.5 * float(c @ c),
         )
-    piecewise_quadratic = True
     value_kernel = staticmethod(k.hinge_value)
     grad_kernel = staticmethod(k.hinge_grad)
 
@@ -99,7 +98,6 @@ class SquaredHinge(ScalarLoss):
     differentiable = True
 
     binary = True
-    piecewise_quadratic = True
     value_kernel = staticmethod(k.squared_hinge_value)
     grad_kernel = staticmethod(k.squared_hinge_grad)
 
@@ -233,7 +231,6 @@ class Huber(ScalarLoss):
 
     differentiable = True
 
-    piecewise_quadratic = True
 
     def __init__(self, X, y, delta=1.0, sample_weight=None):
         self.delta = check_positive(delta, "delta")
@@ -271,7 +268,6 @@ class LeastSquares(ScalarLoss):
 
     differentiable = True
 
-    piecewise_quadratic = True
     value_kernel = staticmethod(k.least_squares_value)
     grad_kernel = staticmethod(k.least_squares_grad)
 
@@ -299,7 +295,6 @@ class LeastAbsoluteDeviation(ScalarLoss):
     2.0
     """
 
-    piecewise_quadratic = True
     value_kernel = staticmethod(k.least_absolute_deviation_value)
     grad_kernel = staticmethod(k.least_absolute_deviation_grad)
 
@@ -336,7 +331,6 @@ class Quantile(ScalarLoss):
     0.5
     """
 
-    piecewise_quadratic = True
 
     def __init__(self, X, y, tau, sample_weight=None):
         tau = _check_real(tau, "tau")
@@ -386,7 +380,6 @@ class EpsilonInsensitive(ScalarLoss):
     1.0
     """
 
-    piecewise_quadratic = True
 
     def __init__(self, X, y, epsilon, sample_weight=None):
         self.epsilon = check_positive(epsilon, "epsilon", strict=False)
@@ -485,7 +478,6 @@ class Novelty(ScalarLoss):
     1.0
     """
 
-    piecewise_quadratic = True
     value_kernel = staticmethod(k.novelty_value)
     grad_kernel = staticmethod(k.novelty_grad)
 

@@ -1,7 +1,7 @@
 r"""Losses of one score per class, :math:`f = W^T x \in \mathbb{R}^k` ([TVSL10]_ Table 6).
 
 The variable is :math:`W` (d x k) flattened in C order; ``loss.shape == (d, k)``. Each class
-gives the per-example loss and its score-subdifferential; :class:`~nsopt.losses._base.VectorLoss`
+gives the per-example loss and its score-subdifferential; :class:`~nsopt.losses._vector_base.VectorLoss`
 does the chain rule (:math:`F = XW`, subgradient :math:`X^T G`), the sup-subgradient and the
 line restriction.
 
@@ -34,7 +34,7 @@ import scipy.sparse as sp
 
 from . import _vector_kernels as vk
 from .._validation import as_real_array, check_data
-from ._base import VectorLoss, check_class_labels
+from ._vector_base import VectorLoss, check_class_labels
 
 __all__ = ["MulticlassHinge", "ScaledMulticlassHinge", "Softmax", "MultilabelHinge"]
 
