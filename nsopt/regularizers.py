@@ -26,7 +26,7 @@ References
 ----------
 .. [TVSL10] C. H. Teo, S. V. N. Vishwanathan, A. J. Smola, Q. V. Le. Bundle methods for
    regularized risk minimization. JMLR 11:311-365, 2010. Sec. 2.3 (Fenchel duality, Thm 2,
-   Thm 4), Remark 6, App. B.1; the regularizer table is in Sec. 1.3 of the 000 notes.
+   Thm 4), Remark 6, App. B.1.
 """
 from __future__ import annotations
 
@@ -872,7 +872,7 @@ class NegEntropy(_Entropy):
 
     Erratum: [TVSL10]_ prints :math:`\Omega^*(\mu) = \sum_i e^{\mu_i}` for the unnormalized
     entropy; that is the conjugate of :math:`\sum_i (w_i\log w_i - w_i)`, not of
-    :math:`\sum_i w_i \log w_i` (erratum E6 of the 000 notes). The corrected pair is used here,
+    :math:`\sum_i w_i \log w_i` (erratum E6). The corrected pair is used here,
     tested in ``tests/properties/test_regularizers.py::test_erratum_E6_entropy_conjugate``.
 
     Examples

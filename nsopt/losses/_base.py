@@ -14,9 +14,10 @@ A scalar loss is :math:`R(w) = \sum_i c_i\, l(\langle x_i, w\rangle, y_i)` with 
   evaluation after the two products :math:`f = Xw`, :math:`q = Xp`; its breakpoints are where
   some :math:`f_i + \eta q_i` hits a kink of :math:`l`.
 
-A subclass gives two compiled kernels (see :mod:`nsopt.losses._kernels`) with the names of
-their extra parameters, the kink positions and the label check; about 30 lines of element-wise
-math.
+A subclass gives ``kernels``, the value and gradient kernels that
+:func:`nsopt.losses._kernels.elementwise` compiles from one element-wise function
+``loss(z, y, side, *params) -> (l, l')``, the names of their extra parameters, the kink
+positions and the label check; about 30 lines of element-wise math.
 """
 from __future__ import annotations
 
@@ -48,19 +49,19 @@ class ScalarLoss(Oracle):
     binary: bool = False
     lower_bound: float = 0.0
 
-    #: compiled element-wise kernels (:mod:`nsopt.losses._kernels`), set by each subclass:
-    #: ``value_kernel(z, y, c, *params) -> sum_i c_i l(z_i, y_i)`` and
-    #: ``grad_kernel(z, y, c, side, out, *params)`` (writes ``c_i l'(z_i, y_i; side_i)``)
-    value_kernel = None
-    grad_kernel = None
+    #: ``(value, grad)``, the compiled kernels of the element-wise loss
+    #: (:func:`nsopt.losses._kernels.elementwise`), set by each subclass:
+    #: ``value(z, y, c, *params) -> sum_i c_i l(z_i, y_i)`` and
+    #: ``grad(z, y, c, side, out, *params)`` (the same sum; writes ``c_i l'(z_i, y_i; side_i)``)
+    kernels: tuple = ()
     #: names of the attributes passed to both kernels after their common arguments
     kernel_params: tuple[str, ...] = ()
 
     def _value_kernel(self, z, y, c):
-        return self.value_kernel(z, y, c, *[getattr(self, n) for n in self.kernel_params])
+        return self.kernels[0](z, y, c, *[getattr(self, n) for n in self.kernel_params])
 
     def _grad_kernel(self, z, y, c, side, out):
-        return self.grad_kernel(z, y, c, side, out, *[getattr(self, n) for n in self.kernel_params])
+        return self.kernels[1](z, y, c, side, out, *[getattr(self, n) for n in self.kernel_params])
 
     def kinks(self) -> np.ndarray | None:
         """Score values ``z`` (shape (m,) or (m, k)) where ``l(., y_i)`` is not smooth, or None."""

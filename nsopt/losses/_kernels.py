@@ -27,27 +27,19 @@ from numba import njit, prange
 __all__ = ["DataMatrix"]
 
 
-def _csr_matvec_py(indptr, indices, data, w, out):
+def _compressed_matvec_py(indptr, indices, data, v, out):
+    """``out[i] = sum_k data[k] v[indices[k]]`` over ``indptr[i]:indptr[i + 1]``: ``X @ w``
+    for CSR arrays of X, ``X.T @ g`` for CSC ones (each output from its own row or column)."""
     for i in prange(out.shape[0]):
         s = 0.0
         for k in range(indptr[i], indptr[i + 1]):
-            s += data[k] * w[indices[k]]
+            s += data[k] * v[indices[k]]
         out[i] = s
 
 
-def _csc_rmatvec_py(indptr, indices, data, g, out):
-    for j in prange(out.shape[0]):
-        s = 0.0
-        for k in range(indptr[j], indptr[j + 1]):
-            s += data[k] * g[indices[k]]
-        out[j] = s
-
-
-# one source, two compilations. Threads pay off only on large data and an idle machine: on
-# a9a (451k nonzeros, 2 cores) they gained ~25% when idle but made BMRM 8x slower (9.6 s vs
-# 1.1 s, benchmarks/bmrm_liblinear.py) with one other busy process, so the threshold is high.
-_csr_matvec = njit(cache=True, parallel=True)(_csr_matvec_py)
-_csc_rmatvec = njit(cache=True, parallel=True)(_csc_rmatvec_py)
+# Threads pay off only on large data and an idle machine (docs/solvers.md, "Measurements"),
+# so the threshold is high.
+_compressed_matvec = njit(cache=True, parallel=True)(_compressed_matvec_py)
 PARALLEL_MIN_NNZ = 20_000_000
 
 
@@ -65,7 +57,7 @@ class DataMatrix:
     """The data ``X`` with the two passes every loss needs: ``X @ w`` and ``X.T @ g``.
 
     Below ``PARALLEL_MIN_NNZ`` nonzeros sparse data stays one CSR matrix and the passes are
-    scipy's (measured faster than a serial numba loop: 0.31 vs 0.58 ms for ``X @ w`` on a9a).
+    scipy's (faster than a serial numba loop; docs/solvers.md, "Measurements").
     Above it a CSC copy is kept too (twice the memory), for two threaded numba passes without
     write conflicts. Dense data is C-ordered and uses BLAS.
     """
@@ -92,7 +84,7 @@ class DataMatrix:
             return np.asarray(self.X @ w).reshape(-1)
         out = np.empty(self.shape[0])
         X = self.csr
-        _csr_matvec(X.indptr, X.indices, X.data, w, out)
+        _compressed_matvec(X.indptr, X.indices, X.data, w, out)
         return out
 
     def rdot(self, g: np.ndarray) -> np.ndarray:
@@ -100,7 +92,7 @@ class DataMatrix:
             return np.asarray(g @ self.X).reshape(-1)
         out = np.empty(self.shape[1])
         X = self.csc
-        _csc_rmatvec(X.indptr, X.indices, X.data, g, out)
+        _compressed_matvec(X.indptr, X.indices, X.data, g, out)
         return out
 
     def row_norms_sq(self) -> np.ndarray:

@@ -355,7 +355,8 @@ class VectorLine(LineFunction):
         if kinks.size and (np.searchsorted(kinks, eta + r, side="right")
                            > np.searchsorted(kinks, eta - r, side="left")):
             # a kink within the tie tolerance of eta: which side of it eta lies on is decided
-            # by rounding, so decide the tie as the oracle does (steepest tied piece, R8)
+            # by rounding, so decide the tie as the oracle does (steepest tied piece,
+            # [YVGS10] Sec. 6.1)
             plus, minus, coef, _ = self.loss._pairs(self.F, self.Q, eta, int(side))
             rows = np.arange(self.F.shape[0])
             return float(coef @ (self.Q[rows, plus] - self.Q[rows, minus]))

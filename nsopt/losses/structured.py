@@ -13,7 +13,7 @@ the scaling :math:`\Gamma = 1` of [TVSL10]_ eq. (24) (margin rescaling, Taskar e
 :math:`y' = y` is a candidate and :math:`\Delta(y, y) = 0`, every :math:`l \ge 0`
 (``lower_bound = 0``), and :math:`l` majorises the label loss of the prediction,
 :math:`l(x, y, w) \ge \Delta(y, y^*)` with :math:`y^* = \arg\max_{y'} \langle w, \phi(x, y')\rangle`
-([TVSL10]_ Sec. A.2, requirement A10).
+([TVSL10]_ Sec. A.2).
 
 * :class:`StructuredHinge`: user-supplied joint features and loss-augmented inference;
 * :class:`ChainHinge`: sequence labelling with a first-order chain (emission and transition
