@@ -147,6 +147,12 @@ def _predict_scores(self, X, w):
     return self.decision_function(X, w)
 
 
+def _band_kinks(self):
+    """Kinks at ``y - h`` and ``y + h``, ``h`` the loss's parameter (``kernel_params[0]``)."""
+    h = getattr(self, self.kernel_params[0])
+    return np.stack([self.y - h, self.y + h], axis=1)
+
+
 def _check_real(value, name: str) -> float:
     if not isinstance(value, numbers.Real) or isinstance(value, bool):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
@@ -235,8 +241,7 @@ class Huber(ScalarLoss):
     kernels = (k.huber_value, k.huber_grad)
     kernel_params = ("delta",)
 
-    def kinks(self):
-        return np.stack([self.y - self.delta, self.y + self.delta], axis=1)
+    kinks = _band_kinks
 
     predict = _predict_scores
 
@@ -380,8 +385,7 @@ class EpsilonInsensitive(ScalarLoss):
     kernels = (k.epsilon_insensitive_value, k.epsilon_insensitive_grad)
     kernel_params = ("epsilon",)
 
-    def kinks(self):
-        return np.stack([self.y - self.epsilon, self.y + self.epsilon], axis=1)
+    kinks = _band_kinks
 
     predict = _predict_scores
 
