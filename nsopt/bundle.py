@@ -502,7 +502,7 @@ class PlaneBundle:
         planes is aggregated into one. With ``keep_newest=k`` (the k-bundle policy, [TVSL10]_
         Sec. 3.1) every non-fixed plane but the ``k`` newest is aggregated into one, placed
         first (at the place of the oldest plane it replaces). Either way ``D`` at the returned
-        multipliers equals ``D(alpha)`` (requirement C8 of the notes), those multipliers are
+        multipliers equals ``D(alpha)`` ([TVSL10]_ Sec. 3.1, Alg. 4), those multipliers are
         aligned with the new planes, and each model's multipliers keep their sum.
         """
         alpha = np.asarray(alpha, dtype=np.float64)[: self.n]

@@ -25,10 +25,21 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["main", "LOSSES", "REGULARIZERS"]
+__all__ = ["main", "REGULARIZERS"]
 
-#: Loss names accepted by ``--loss`` (binary losses of :mod:`nsopt.losses`).
-LOSSES = {"hinge": "Hinge", "squared-hinge": "SquaredHinge", "logistic": "Logistic"}
+
+
+def _binary_losses() -> list[str]:
+    """Names accepted by ``--loss``: the binary losses of :data:`nsopt.losses.LOSSES`."""
+    from .losses import LOSSES
+
+    return sorted(name for name, cls in LOSSES.items() if getattr(cls, "binary", False))
+
+
+def _loss_name(text: str) -> str:
+    """``--loss`` in the registry's spelling (``squared_hinge`` is ``squared-hinge``)."""
+    return text.strip().lower().replace("_", "-")
+
 
 #: Regularizer names accepted by ``--reg``: name -> (class in :mod:`nsopt.regularizers`,
 #: how the command-line options build it, a short description).
@@ -119,7 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
     solve.add_argument("data", metavar="DATA",
                        help="a LIBSVM/svmlight file (plain, .gz, .bz2, .xz) or the name of a data "
                             "set in the data folder (NSOPT_DATA or ../shared/data), e.g. a9a")
-    solve.add_argument("--loss", choices=sorted(LOSSES), default="hinge",
+    solve.add_argument("--loss", type=_loss_name, choices=_binary_losses(), default="hinge",
                        help="loss; default %(default)s")
     regs = _available_regularizers()
     solve.add_argument("--reg", choices=list(regs), default="l2",
@@ -191,7 +202,7 @@ def _binary_labels(y, where):
         if len(labels) < 2:
             raise UsageError(f"{where} has a single label ({shown}); a binary loss needs two classes")
         raise UsageError(
-            f"{where} has {len(labels)} classes ({shown}); the losses {', '.join(sorted(LOSSES))} "
+            f"{where} has {len(labels)} classes ({shown}); the losses {', '.join(_binary_losses())} "
             "are binary and need exactly two distinct labels")
     negative, positive = float(labels[0]), float(labels[1])
     return np.where(y == positive, 1.0, -1.0), (negative, positive)
@@ -512,7 +523,7 @@ def cmd_solve(args, out):
         test = (_align_features(Xt, X.shape[1]), np.where(yt_raw == labels[1], 1.0, -1.0))
 
     try:
-        loss = getattr(losses, LOSSES[args.loss])(X, y)
+        loss = losses.get_loss(args.loss)(X, y)
         problem = RegularizedRisk(loss, reg, lam=args.lam)
     except (TypeError, ValueError) as exc:
         raise UsageError(str(exc)) from None

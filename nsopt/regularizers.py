@@ -26,7 +26,7 @@ References
 ----------
 .. [TVSL10] C. H. Teo, S. V. N. Vishwanathan, A. J. Smola, Q. V. Le. Bundle methods for
    regularized risk minimization. JMLR 11:311-365, 2010. Sec. 2.3 (Fenchel duality, Thm 2,
-   Thm 4), Remark 6, App. B.1; the regularizer table is in Sec. 1.3 of the 000 notes.
+   Thm 4), Remark 6, App. B.1.
 """
 from __future__ import annotations
 
@@ -250,13 +250,14 @@ class _RescaledLine(LineFunction):
 
 
 class QuadraticLine(LineFunction):
-    cheap_derivative = True
     """``phi(eta) = c0 + c1 eta + 0.5 c2 eta^2`` with ``c2 >= 0``; exact minimisation.
 
     ``minimize(lo, hi)`` returns the clipped stationary point; when ``c2 == 0`` it returns the
     end of ``[lo, hi]`` towards which ``phi`` decreases (``+-inf`` if that end is infinite), and
     ``lo`` (or ``0.0`` on the whole line) when ``phi`` is constant.
     """
+
+    cheap_derivative = True
 
     def __init__(self, c0: float, c1: float, c2: float):
         self.c0, self.c1, self.c2 = float(c0), float(c1), float(c2)
@@ -290,7 +291,6 @@ class QuadraticLine(LineFunction):
 
 
 class PiecewiseQuadraticLine(LineFunction):
-    cheap_derivative = True
     r"""``phi(eta) = c0 + c1 eta + 0.5 c2 eta^2 + scale * sum_i |w_i + eta p_i|`` (``c2, scale >= 0``).
 
     The restriction of :class:`L1` and :class:`ElasticNet` to a line. Its derivative is
@@ -302,6 +302,8 @@ class PiecewiseQuadraticLine(LineFunction):
     derivatives change sign and, on a flat stretch of minimisers, returns the smallest one in
     ``[lo, hi]``.
     """
+
+    cheap_derivative = True
 
     def __init__(self, c0: float, c1: float, c2: float, scale: float, w: np.ndarray, p: np.ndarray):
         self.c1, self.c2, self.scale = float(c1), float(c2), float(scale)
@@ -872,7 +874,7 @@ class NegEntropy(_Entropy):
 
     Erratum: [TVSL10]_ prints :math:`\Omega^*(\mu) = \sum_i e^{\mu_i}` for the unnormalized
     entropy; that is the conjugate of :math:`\sum_i (w_i\log w_i - w_i)`, not of
-    :math:`\sum_i w_i \log w_i` (erratum E6 of the 000 notes). The corrected pair is used here,
+    :math:`\sum_i w_i \log w_i` (erratum E6). The corrected pair is used here,
     tested in ``tests/properties/test_regularizers.py::test_erratum_E6_entropy_conjugate``.
 
     Examples

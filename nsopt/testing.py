@@ -128,18 +128,21 @@ def directions(draw, dim: int, scale: float = 1.0, dyadic: bool = False) -> np.n
     return p
 
 
-_LOSSES = {"hinge": "Hinge", "squared_hinge": "SquaredHinge", "logistic": "Logistic"}
-
-
 def _loss_class(loss):
+    """A binary scalar loss class: ``loss`` itself, or its name in :data:`nsopt.losses.LOSSES`."""
     from . import losses
 
-    if isinstance(loss, str):
-        try:
-            return getattr(losses, _LOSSES[loss])
-        except KeyError:
-            raise ValueError(f"loss must be one of {sorted(_LOSSES)} or a ScalarLoss class, got {loss!r}")
-    return loss
+    if not isinstance(loss, str):
+        return loss
+    binary = {n: c for n, c in losses.LOSSES.items() if issubclass(c, losses.ScalarLoss) and c.binary}
+    try:
+        cls = losses.get_loss(loss)
+    except ValueError:
+        cls = None
+    if cls not in binary.values():
+        raise ValueError(f"loss must be one of {sorted(binary)} (a binary scalar loss) or a "
+                         f"ScalarLoss class, got {loss!r}")
+    return cls
 
 
 def _size(draw, spec, name):
@@ -152,11 +155,12 @@ def _size(draw, spec, name):
 @_composite
 def random_scalar_loss(draw, loss="hinge", sparse: bool = False, m=(1, 8), d=(1, 5),
                        dyadic: bool = False, weighted: bool = False):
-    """A small binary scalar loss (``Hinge``, ``SquaredHinge`` or ``Logistic``) on drawn data.
+    """A small binary scalar loss (``Hinge``, ``SquaredHinge``, ``Logistic``, ...) on drawn data.
 
     Parameters
     ----------
-    loss : {"hinge", "squared_hinge", "logistic"} or a ScalarLoss class with binary labels
+    loss : name of a binary loss in :data:`nsopt.losses.LOSSES` ("hinge", "squared-hinge",
+        "logistic", "exponential"; "squared_hinge" too) or a ScalarLoss class with binary labels
     sparse : bool
         Data as a CSR matrix with drawn zeros (else a dense array, which may hold zeros too).
     m, d : int or (lo, hi)

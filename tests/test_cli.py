@@ -311,3 +311,16 @@ def test_solve_a9a(capsys):
     assert lower <= 0.3517618005 and fun >= 0.3517617621
     assert 84.0 < float(cert["train accuracy"].rstrip("%")) < 86.0
     assert 84.0 < float(cert["test accuracy"].rstrip("%")) < 86.0
+
+
+@pytest.mark.parametrize("spelling", ["squared-hinge", "squared_hinge", "Squared_Hinge"])
+def test_loss_names_come_from_the_registry(tiny, capsys, spelling):
+    """--loss offers the binary losses of nsopt.losses.LOSSES; the old spelling and the
+    underscore one (nsopt.testing's) name the same class."""
+    from nsopt.cli import _binary_losses
+
+    assert _binary_losses() == sorted(n for n, c in nsopt.losses.LOSSES.items()
+                                      if getattr(c, "binary", False))
+    assert {"hinge", "squared-hinge", "logistic"} <= set(_binary_losses())
+    assert main(["solve", str(tiny[0]), "--loss", spelling, "--lam", "0.1", "--quiet"]) == 0
+    assert certificate_values(capsys.readouterr().out)["status"] == "converged"

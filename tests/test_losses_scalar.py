@@ -358,3 +358,52 @@ def test_erratum_E7_huber():
         lo, hi = loss.restrict(np.array([r]), np.ones(1)).derivative(0.0, -1), \
             loss.restrict(np.array([r]), np.ones(1)).derivative(0.0, 1)
         assert lo == hi == r
+
+
+def test_line_classes_keep_their_docstrings():
+    """Issue 15 move 7: a class attribute above the docstring made ``__doc__`` None."""
+    from nsopt.losses.multivariate import ScoreLine
+    from nsopt.regularizers import PiecewiseQuadraticLine, QuadraticLine
+
+    for cls in (nsopt.losses.VectorLine, QuadraticLine, PiecewiseQuadraticLine, ScoreLine,
+                nsopt.losses.ScalarLine):
+        assert cls.__doc__ and cls.__doc__.strip(), cls.__name__
+        assert cls.cheap_derivative is True
+
+
+def test_losses_registry():
+    """One registry: every exported loss class under its hyphenated name; get_loss accepts
+    underscores (nsopt.testing's old spelling) and names the registry in its error."""
+    from nsopt.losses import LOSSES, get_loss
+
+    assert LOSSES["hinge"] is nsopt.losses.Hinge
+    assert LOSSES["squared-hinge"] is nsopt.losses.SquaredHinge
+    assert LOSSES["roc-area"] is nsopt.losses.ROCArea and LOSSES["ndcg"] is nsopt.losses.NDCG
+    assert get_loss("squared_hinge") is get_loss("Squared-Hinge") is nsopt.losses.SquaredHinge
+    exported = [getattr(nsopt.losses, n) for n in nsopt.losses.__all__]
+    assert all(any(cls is e for e in exported) for cls in LOSSES.values())
+    assert nsopt.losses.ScalarLoss not in LOSSES.values()
+    with pytest.raises(ValueError, match="unknown loss 'nope'.*hinge"):
+        get_loss("nope")
+
+
+def test_contiguous_groups_one_split_for_every_loss():
+    """Scalar, vector and structured losses split n examples the same way (issue 15 move 7)."""
+    from nsopt.losses._groups import contiguous_groups
+
+    b = contiguous_groups(30, 22)
+    assert b[0] == 0 and b[-1] == 30 and np.all(np.diff(b) >= 1) and np.ptp(np.diff(b)) <= 1
+    np.testing.assert_array_equal(b, np.linspace(0, 30, 23).astype(np.int64))
+    with pytest.raises(ValueError, match="non-empty groups: n_groups must be in 1 .. 3"):
+        contiguous_groups(3, 4)
+    with pytest.raises(TypeError, match="integer"):
+        contiguous_groups(3, 2.0)
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((30, 3)), np.where(rng.random(30) < 0.5, -1.0, 1.0)
+    w = rng.standard_normal(3)
+    values, A = nsopt.losses.Hinge(X, y).group_value_and_subgradients(w, 22)
+    for p in range(22):
+        s, e = b[p], b[p + 1]
+        part = nsopt.losses.Hinge(X[s:e], y[s:e]).value_and_subgradient(w)
+        assert values[p] == pytest.approx(part[0] * (e - s) / 30, rel=1e-12)
+        np.testing.assert_allclose(A[p], part[1] * (e - s) / 30, rtol=1e-12, atol=1e-15)

@@ -4,7 +4,7 @@ r"""Euclidean projection onto a box intersected with one hyperplane, in O(n) ([S
     \min_\alpha\ \tfrac12 \sum_i d_i^2 (\alpha_i - m_i)^2 \quad\text{s.t.}\quad
     l_i \le \alpha_i \le u_i,\qquad \sum_i \sigma_i \alpha_i = z .
 
-KKT ([SZV09]_ eqs. 27-30, in the multiplier form of the 001 notes Sec. 4.2): the solution is
+KKT ([SZV09]_ App. B, eqs. 27-30, with the multiplier :math:`\nu` of the equality): the solution is
 :math:`\alpha_i(\nu) = \mathrm{clip}(m_i + \nu\sigma_i / d_i^2,\ l_i,\ u_i)` where :math:`\nu`
 is a root of the nondecreasing piecewise-linear function
 :math:`f(\nu) = \sum_i \sigma_i\alpha_i(\nu) - z`, whose kinks are
@@ -16,7 +16,7 @@ after Pardalos and Kovoor) with the slope/offset aggregation that makes it O(n):
 outside the open bracket contributes a constant or an affine term on the whole bracket and is
 folded into ``C + S nu`` and never visited again; only kinks *strictly inside* the bracket are
 candidates, so repeated kinks (ties) cannot stall the loop (the printed Alg. 2 can loop forever
-on them: 001 notes Sec. 4.3, erratum). The pivot is the median of the candidate kinks, exact
+on them). The pivot is the median of the candidate kinks, exact
 when there are few and otherwise of a random sample of them (randomized selection), so each
 round costs O(candidates), the expected fraction left after a round is bounded away from 1,
 and the expected total work is O(n) (about 2-3 visits per index in practice).

@@ -66,10 +66,7 @@ class OSQPSimplex(InnerSolver):
         self.polish = bool(polish)
 
     def _solve(self, bundle, reg, lam, warm, tol, deadline=None):
-        try:
-            import osqp
-        except ImportError as exc:  # pragma: no cover - osqp is a dependency
-            raise ImportError("OSQPSimplex needs the osqp package: pip install osqp") from exc
+        import osqp  # a dependency, loaded on first use only
         G = bundle.G
         b = np.asarray(bundle.b, dtype=np.float64)
         n = b.size

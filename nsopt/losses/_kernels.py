@@ -3,8 +3,9 @@
 Data passes: ``f = X w`` over CSR rows and ``a = X^T g`` over CSC columns, both parallel
 (``prange``), so neither needs a per-thread accumulator. Dense data uses BLAS through numpy.
 
-Element-wise loss kernels share one signature so :class:`~nsopt.losses._base.ScalarLoss`
-can drive them all:
+Element-wise losses are one function each, ``loss(z, y, side, *params) -> (l, d)``, from which
+:func:`elementwise` compiles two kernels of one signature, so that
+:class:`~nsopt.losses._base.ScalarLoss` can drive them all:
 
 ``value(z, y, c) -> float``
     :math:`\\sum_i c_i\\, l(z_i, y_i)`.
@@ -26,27 +27,19 @@ from numba import njit, prange
 __all__ = ["DataMatrix"]
 
 
-def _csr_matvec_py(indptr, indices, data, w, out):
+def _compressed_matvec_py(indptr, indices, data, v, out):
+    """``out[i] = sum_k data[k] v[indices[k]]`` over ``indptr[i]:indptr[i + 1]``: ``X @ w``
+    for CSR arrays of X, ``X.T @ g`` for CSC ones (each output from its own row or column)."""
     for i in prange(out.shape[0]):
         s = 0.0
         for k in range(indptr[i], indptr[i + 1]):
-            s += data[k] * w[indices[k]]
+            s += data[k] * v[indices[k]]
         out[i] = s
 
 
-def _csc_rmatvec_py(indptr, indices, data, g, out):
-    for j in prange(out.shape[0]):
-        s = 0.0
-        for k in range(indptr[j], indptr[j + 1]):
-            s += data[k] * g[indices[k]]
-        out[j] = s
-
-
-# one source, two compilations. Threads pay off only on large data and an idle machine: on
-# a9a (451k nonzeros, 2 cores) they gained ~25% when idle but made BMRM 8x slower (9.6 s vs
-# 1.1 s, benchmarks/bmrm_liblinear.py) with one other busy process, so the threshold is high.
-_csr_matvec = njit(cache=True, parallel=True)(_csr_matvec_py)
-_csc_rmatvec = njit(cache=True, parallel=True)(_csc_rmatvec_py)
+# Threads pay off only on large data and an idle machine (docs/solvers.md, "Measurements"),
+# so the threshold is high.
+_compressed_matvec = njit(cache=True, parallel=True)(_compressed_matvec_py)
 PARALLEL_MIN_NNZ = 20_000_000
 
 
@@ -64,7 +57,7 @@ class DataMatrix:
     """The data ``X`` with the two passes every loss needs: ``X @ w`` and ``X.T @ g``.
 
     Below ``PARALLEL_MIN_NNZ`` nonzeros sparse data stays one CSR matrix and the passes are
-    scipy's (measured faster than a serial numba loop: 0.31 vs 0.58 ms for ``X @ w`` on a9a).
+    scipy's (faster than a serial numba loop; docs/solvers.md, "Measurements").
     Above it a CSC copy is kept too (twice the memory), for two threaded numba passes without
     write conflicts. Dense data is C-ordered and uses BLAS.
     """
@@ -91,7 +84,7 @@ class DataMatrix:
             return np.asarray(self.X @ w).reshape(-1)
         out = np.empty(self.shape[0])
         X = self.csr
-        _csr_matvec(X.indptr, X.indices, X.data, w, out)
+        _compressed_matvec(X.indptr, X.indices, X.data, w, out)
         return out
 
     def rdot(self, g: np.ndarray) -> np.ndarray:
@@ -99,7 +92,7 @@ class DataMatrix:
             return np.asarray(g @ self.X).reshape(-1)
         out = np.empty(self.shape[1])
         X = self.csc
-        _csc_rmatvec(X.indptr, X.indices, X.data, g, out)
+        _compressed_matvec(X.indptr, X.indices, X.data, g, out)
         return out
 
     def row_norms_sq(self) -> np.ndarray:
@@ -109,324 +102,176 @@ class DataMatrix:
 
 
 # --------------------------------------------------------------------------------------
-# hinge: l(z, y) = max(0, 1 - y z); kink at y z = 1
+# Element-wise losses. Each is one function ``loss(z, y, side, *params) -> (l, d)``: the loss
+# l(z, y) and its derivative in z, at a kink the right one for ``side > 0``, the left one for
+# ``side < 0`` and the default subgradient (named in the loss class) for ``side == 0``.
+# :func:`elementwise` compiles the two kernels ScalarLoss drives from it; a parameter
+# (Huber's delta, the quantile's tau, the epsilon of the epsilon-insensitive loss) is one
+# extra trailing argument, which the loss class binds (``kernel_params``).
 # --------------------------------------------------------------------------------------
-@njit(cache=True)
-def hinge_value(z, y, c):
+_ELEMENTWISE_SOURCE = """
+def {name}_value(z, y, c{params}):
     r = 0.0
     for i in range(z.shape[0]):
-        m = 1.0 - y[i] * z[i]
-        if m > 0.0:
-            r += c[i] * m
+        r += c[i] * {name}(z[i], y[i], 0.0{params})[0]
     return r
 
 
-@njit(cache=True)
-def hinge_grad(z, y, c, side, out):
+def {name}_grad(z, y, c, side, out{params}):
     r = 0.0
     for i in range(z.shape[0]):
-        m = 1.0 - y[i] * z[i]
-        if m > 0.0:
-            r += c[i] * m
-            out[i] = -y[i] * c[i]
-        elif m < 0.0:
-            out[i] = 0.0
-        else:  # kink: derivative in z is in the segment between -y and 0
-            s = side[i]
-            out[i] = -y[i] * c[i] if (s != 0.0 and s * y[i] < 0.0) else 0.0
+        li, di = {name}(z[i], y[i], side[i]{params})
+        r += c[i] * li
+        out[i] = c[i] * di
     return r
+"""
 
 
-# --------------------------------------------------------------------------------------
-# squared hinge: l(z, y) = 0.5 max(0, 1 - y z)^2; differentiable, derivative -y max(0, 1 - y z)
-# --------------------------------------------------------------------------------------
-@njit(cache=True)
-def squared_hinge_value(z, y, c):
-    r = 0.0
-    for i in range(z.shape[0]):
-        m = 1.0 - y[i] * z[i]
-        if m > 0.0:
-            r += 0.5 * c[i] * m * m
-    return r
+def elementwise(name: str, *params: str):
+    """``(value, grad)``: the kernels ``value(z, y, c, *params)`` and ``grad(z, y, c, side,
+    out, *params)`` of the element-wise loss ``name`` of this module, compiled.
+
+    The two loops are written out as source (one template) rather than closed over the loss:
+    numba caches a closure over a compiled function under a key that changes in every
+    process, so closures would be compiled again on each start (~0.3 s a kernel), while
+    these load from the cache like hand-written kernels. The value kernel uses the loss only;
+    the compiler drops the unused derivative.
+    """
+    extra = "".join(", " + p for p in params)
+    namespace = {"__name__": __name__, name: globals()[name]}
+    exec(compile(_ELEMENTWISE_SOURCE.format(name=name, params=extra), __file__, "exec"), namespace)
+    return tuple(njit(cache=True)(namespace[name + suffix]) for suffix in ("_value", "_grad"))
 
 
 @njit(cache=True)
-def squared_hinge_grad(z, y, c, side, out):
-    r = 0.0
-    for i in range(z.shape[0]):
-        m = 1.0 - y[i] * z[i]
-        if m > 0.0:
-            r += 0.5 * c[i] * m * m
-            out[i] = -y[i] * m * c[i]
-        else:
-            out[i] = 0.0
-    return r
+def hinge(z, y, side):
+    """max(0, 1 - y z); kink at y z = 1, where the derivative is in the segment [-y, 0]."""
+    m = 1.0 - y * z
+    if m > 0.0:
+        return m, -y
+    if m < 0.0 or side * y >= 0.0:
+        return 0.0, 0.0
+    return 0.0, -y
 
 
-# --------------------------------------------------------------------------------------
-# logistic: l(z, y) = log(1 + exp(-y z)); derivative -y / (1 + exp(y z))  (erratum E20)
-# --------------------------------------------------------------------------------------
 @njit(cache=True)
-def _log1pexp(t):
+def squared_hinge(z, y, side):
+    """0.5 max(0, 1 - y z)^2; differentiable, derivative -y max(0, 1 - y z) (erratum E8)."""
+    m = 1.0 - y * z
+    if m > 0.0:
+        return 0.5 * m * m, -y * m
+    return 0.0, 0.0
+
+
+@njit(cache=True)
+def logistic(z, y, side):
+    """log(1 + exp(-y z)); derivative -y / (1 + exp(y z)) (erratum E20). One exp of a
+    nonpositive argument per example: no overflow."""
+    t = y * z
     if t > 0.0:
-        return t + math.log1p(math.exp(-t))
-    return math.log1p(math.exp(t))
+        e = math.exp(-t)
+        return math.log1p(e), -y * e / (1.0 + e)
+    e = math.exp(t)
+    return math.log1p(e) - t, -y / (1.0 + e)
 
 
 @njit(cache=True)
-def logistic_value(z, y, c):
-    r = 0.0
-    for i in range(z.shape[0]):
-        r += c[i] * _log1pexp(-y[i] * z[i])
-    return r
+def exponential(z, y, side):
+    """exp(-y z); derivative -y exp(-y z). exp overflows to +inf for -y z > 709.78: the value
+    is then +inf (IEEE), as it exceeds the float range."""
+    e = math.exp(-y * z)
+    return e, -y * e
 
 
 @njit(cache=True)
-def logistic_grad(z, y, c, side, out):
-    r = 0.0
-    for i in range(z.shape[0]):
-        t = y[i] * z[i]
-        r += c[i] * _log1pexp(-t)
-        if t > 0.0:
-            e = math.exp(-t)
-            out[i] = -y[i] * c[i] * e / (1.0 + e)
-        else:
-            out[i] = -y[i] * c[i] / (1.0 + math.exp(t))
-    return r
-
-
-# --------------------------------------------------------------------------------------
-# Kernels with a parameter (Huber's delta, the quantile's tau, the epsilon of the
-# epsilon-insensitive loss) take it as one extra trailing argument; the loss class binds it.
-# At a kink the one-sided derivatives are exact: ``side > 0`` right, ``side < 0`` left,
-# ``side == 0`` the default subgradient documented in the loss class.
-# --------------------------------------------------------------------------------------
-
-
-# --------------------------------------------------------------------------------------
-# exponential: l(z, y) = exp(-y z); derivative -y exp(-y z). exp overflows to +inf for
-# -y z > 709.78: the value is then +inf (IEEE), as it exceeds the float range.
-# --------------------------------------------------------------------------------------
-@njit(cache=True)
-def exponential_value(z, y, c):
-    r = 0.0
-    for i in range(z.shape[0]):
-        r += c[i] * math.exp(-y[i] * z[i])
-    return r
+def huber(z, y, side, delta):
+    """0.5 r^2 if |r| <= delta else delta (|r| - delta / 2), r = z - y; differentiable,
+    derivative clip(r, -delta, delta) (erratum E7)."""
+    r = z - y
+    a = abs(r)
+    if a <= delta:
+        return 0.5 * r * r, r
+    return delta * (a - 0.5 * delta), (delta if r > 0.0 else -delta)
 
 
 @njit(cache=True)
-def exponential_grad(z, y, c, side, out):
-    r = 0.0
-    for i in range(z.shape[0]):
-        e = c[i] * math.exp(-y[i] * z[i])
-        r += e
-        out[i] = -y[i] * e
-    return r
-
-
-# --------------------------------------------------------------------------------------
-# Huber: l(z, y) = 0.5 r^2 if |r| <= delta else delta (|r| - delta / 2), r = z - y;
-# differentiable, derivative clip(r, -delta, delta)  (erratum E7)
-# --------------------------------------------------------------------------------------
-@njit(cache=True)
-def huber_value(z, y, c, delta):
-    s = 0.0
-    for i in range(z.shape[0]):
-        r = z[i] - y[i]
-        a = abs(r)
-        if a <= delta:
-            s += c[i] * 0.5 * r * r
-        else:
-            s += c[i] * delta * (a - 0.5 * delta)
-    return s
+def least_squares(z, y, side):
+    """0.5 (z - y)^2; derivative z - y."""
+    r = z - y
+    return 0.5 * r * r, r
 
 
 @njit(cache=True)
-def huber_grad(z, y, c, side, out, delta):
-    s = 0.0
-    for i in range(z.shape[0]):
-        r = z[i] - y[i]
-        a = abs(r)
-        if a <= delta:
-            s += c[i] * 0.5 * r * r
-            out[i] = c[i] * r
-        else:
-            s += c[i] * delta * (a - 0.5 * delta)
-            out[i] = c[i] * delta if r > 0.0 else -c[i] * delta
-    return s
-
-
-# --------------------------------------------------------------------------------------
-# least squares: l(z, y) = 0.5 (z - y)^2; derivative z - y
-# --------------------------------------------------------------------------------------
-@njit(cache=True)
-def least_squares_value(z, y, c):
-    s = 0.0
-    for i in range(z.shape[0]):
-        r = z[i] - y[i]
-        s += c[i] * 0.5 * r * r
-    return s
+def least_absolute_deviation(z, y, side):
+    """|z - y|; kink at z = y: right derivative +1, left -1, default sgn(0) = 0."""
+    r = z - y
+    if r > 0.0 or (r == 0.0 and side > 0.0):
+        return abs(r), 1.0
+    if r < 0.0 or side < 0.0:
+        return abs(r), -1.0
+    return abs(r), 0.0  # the default sgn(0) = 0 (and a NaN score's NaN value)
 
 
 @njit(cache=True)
-def least_squares_grad(z, y, c, side, out):
-    s = 0.0
-    for i in range(z.shape[0]):
-        r = z[i] - y[i]
-        s += c[i] * 0.5 * r * r
-        out[i] = c[i] * r
-    return s
-
-
-# --------------------------------------------------------------------------------------
-# least absolute deviation: l(z, y) = |z - y|; kink at z = y: right derivative +1, left -1,
-# default sgn(0) = 0
-# --------------------------------------------------------------------------------------
-@njit(cache=True)
-def least_absolute_deviation_value(z, y, c):
-    s = 0.0
-    for i in range(z.shape[0]):
-        s += c[i] * abs(z[i] - y[i])
-    return s
+def quantile(z, y, side, tau):
+    """Pinball max(tau r, (tau - 1) r), r = z - y; kink at z = y: right derivative tau, left
+    tau - 1, default tau - 1 ([TVSL10] Table 5: "tau if f > y, else tau - 1")."""
+    r = z - y
+    if r > 0.0:
+        return tau * r, tau
+    return (tau - 1.0) * r, (tau if (r == 0.0 and side > 0.0) else tau - 1.0)
 
 
 @njit(cache=True)
-def least_absolute_deviation_grad(z, y, c, side, out):
-    s = 0.0
-    for i in range(z.shape[0]):
-        r = z[i] - y[i]
-        s += c[i] * abs(r)
-        if r > 0.0:
-            out[i] = c[i]
-        elif r < 0.0:
-            out[i] = -c[i]
-        elif side[i] > 0.0:
-            out[i] = c[i]
-        elif side[i] < 0.0:
-            out[i] = -c[i]
-        else:
-            out[i] = 0.0
-    return s
-
-
-# --------------------------------------------------------------------------------------
-# quantile (pinball): l(z, y) = max(tau r, (tau - 1) r), r = z - y; kink at z = y: right
-# derivative tau, left tau - 1, default tau - 1 ([TVSL10] Table 5: "tau if f > y, else tau - 1")
-# --------------------------------------------------------------------------------------
-@njit(cache=True)
-def quantile_value(z, y, c, tau):
-    s = 0.0
-    for i in range(z.shape[0]):
-        r = z[i] - y[i]
-        s += c[i] * (tau * r if r > 0.0 else (tau - 1.0) * r)
-    return s
+def epsilon_insensitive(z, y, side, eps):
+    """max(0, |z - y| - eps); kinks at z = y - eps and z = y + eps (one kink at z = y when
+    eps = 0). Right derivative: +1 if z >= y + eps, -1 if z < y - eps, else 0; left
+    derivative: +1 if z > y + eps, -1 if z <= y - eps, else 0; default: 0 on the kinks. The
+    score is compared with the kinks lo = fl(y - eps), hi = fl(y + eps), the values
+    ``kinks()`` reports, never through |fl(z - y)| - eps: that rounds z - y to the precision
+    of y, so a score 1e-127 left of the kink 0 (y = eps = 1) would count as on it, and a
+    derivative at a score the line's breakpoints place off the kink would take the kink's."""
+    hi = y + eps
+    lo = y - eps
+    if z > hi:
+        return z - hi, 1.0
+    if z < lo:
+        return lo - z, -1.0
+    if side > 0.0 and z == hi:  # on the upper kink, going right
+        return 0.0, 1.0
+    if side < 0.0 and z == lo:  # on the lower kink, going left
+        return 0.0, -1.0
+    return 0.0, 0.0  # inside the tube, or the default subgradient 0 on a kink
 
 
 @njit(cache=True)
-def quantile_grad(z, y, c, side, out, tau):
-    s = 0.0
-    for i in range(z.shape[0]):
-        r = z[i] - y[i]
-        if r > 0.0:
-            s += c[i] * tau * r
-            out[i] = c[i] * tau
-        else:
-            s += c[i] * (tau - 1.0) * r
-            out[i] = c[i] * (tau if (r == 0.0 and side[i] > 0.0) else tau - 1.0)
-    return s
-
-
-# --------------------------------------------------------------------------------------
-# epsilon-insensitive: l(z, y) = max(0, |z - y| - eps); kinks at z = y - eps and z = y + eps
-# (one kink at z = y when eps = 0). Right derivative: +1 if z >= y + eps, -1 if z < y - eps,
-# else 0; left derivative: +1 if z > y + eps, -1 if z <= y - eps, else 0; default: 0 on the
-# kinks. The score is compared with the kinks lo = fl(y - eps), hi = fl(y + eps), the values
-# ``kinks()`` reports, never through |fl(z - y)| - eps: that rounds z - y to the precision of
-# y, so a score 1e-127 left of the kink 0 (y = eps = 1) would count as on it, and a
-# derivative at a score the line's breakpoints place off the kink would take the kink's.
-# --------------------------------------------------------------------------------------
-@njit(cache=True)
-def epsilon_insensitive_value(z, y, c, eps):
-    s = 0.0
-    for i in range(z.shape[0]):
-        hi = y[i] + eps
-        lo = y[i] - eps
-        if z[i] > hi:
-            s += c[i] * (z[i] - hi)
-        elif z[i] < lo:
-            s += c[i] * (lo - z[i])
-    return s
+def poisson(z, y, side):
+    """exp(z) - y z; derivative exp(z) - y. exp overflows to +inf for z > 709.78: the value is
+    then +inf (IEEE), as it exceeds the float range."""
+    e = math.exp(z)
+    return e - y * z, e - y
 
 
 @njit(cache=True)
-def epsilon_insensitive_grad(z, y, c, side, out, eps):
-    s = 0.0
-    for i in range(z.shape[0]):
-        hi = y[i] + eps
-        lo = y[i] - eps
-        zi = z[i]
-        if zi > hi:
-            s += c[i] * (zi - hi)
-            out[i] = c[i]
-        elif zi < lo:
-            s += c[i] * (lo - zi)
-            out[i] = -c[i]
-        elif side[i] > 0.0 and zi == hi:  # on the upper kink, going right
-            out[i] = c[i]
-        elif side[i] < 0.0 and zi == lo:  # on the lower kink, going left
-            out[i] = -c[i]
-        else:  # inside the tube, or the default subgradient 0 on a kink
-            out[i] = 0.0
-    return s
+def novelty(z, y, side):
+    """max(0, y - z) with y = rho; kink at z = rho: right derivative 0, left -1, default 0
+    ([TVSL10] Table 5: "0 if f >= rho, else -1")."""
+    e = y - z
+    if e > 0.0:
+        return e, -1.0
+    if e == 0.0 and side < 0.0:
+        return 0.0, -1.0
+    return 0.0, 0.0
 
 
-# --------------------------------------------------------------------------------------
-# Poisson: l(z, y) = exp(z) - y z; derivative exp(z) - y. exp overflows to +inf for
-# z > 709.78: the value is then +inf (IEEE), as it exceeds the float range.
-# --------------------------------------------------------------------------------------
-@njit(cache=True)
-def poisson_value(z, y, c):
-    s = 0.0
-    for i in range(z.shape[0]):
-        s += c[i] * (math.exp(z[i]) - y[i] * z[i])
-    return s
-
-
-@njit(cache=True)
-def poisson_grad(z, y, c, side, out):
-    s = 0.0
-    for i in range(z.shape[0]):
-        e = math.exp(z[i])
-        s += c[i] * (e - y[i] * z[i])
-        out[i] = c[i] * (e - y[i])
-    return s
-
-
-# --------------------------------------------------------------------------------------
-# novelty: l(z, y) = max(0, y - z) with y = rho; kink at z = rho: right derivative 0,
-# left -1, default 0 ([TVSL10] Table 5: "0 if f >= rho, else -1")
-# --------------------------------------------------------------------------------------
-@njit(cache=True)
-def novelty_value(z, y, c):
-    s = 0.0
-    for i in range(z.shape[0]):
-        e = y[i] - z[i]
-        if e > 0.0:
-            s += c[i] * e
-    return s
-
-
-@njit(cache=True)
-def novelty_grad(z, y, c, side, out):
-    s = 0.0
-    for i in range(z.shape[0]):
-        e = y[i] - z[i]
-        if e > 0.0:
-            s += c[i] * e
-            out[i] = -c[i]
-        elif e == 0.0 and side[i] < 0.0:
-            out[i] = -c[i]
-        else:
-            out[i] = 0.0
-    return s
+hinge_value, hinge_grad = elementwise("hinge")
+squared_hinge_value, squared_hinge_grad = elementwise("squared_hinge")
+logistic_value, logistic_grad = elementwise("logistic")
+exponential_value, exponential_grad = elementwise("exponential")
+huber_value, huber_grad = elementwise("huber", "delta")
+least_squares_value, least_squares_grad = elementwise("least_squares")
+least_absolute_deviation_value, least_absolute_deviation_grad = elementwise("least_absolute_deviation")
+quantile_value, quantile_grad = elementwise("quantile", "tau")
+epsilon_insensitive_value, epsilon_insensitive_grad = elementwise("epsilon_insensitive", "eps")
+poisson_value, poisson_grad = elementwise("poisson")
+novelty_value, novelty_grad = elementwise("novelty")

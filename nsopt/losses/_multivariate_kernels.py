@@ -53,7 +53,7 @@ def roc_sweep(c, positive, order, n_neg, out):
 
 
 # --------------------------------------------------------------------------------------
-# Ordinal regression ([TVSL10] Alg. 8 as corrected in the notes, erratum E3), with Fenwick
+# Ordinal regression ([TVSL10] Alg. 8, corrected: erratum E3), with Fenwick
 # trees over the label levels so the pass is O(m log n) for any number n of levels.
 # --------------------------------------------------------------------------------------
 @njit(cache=True)

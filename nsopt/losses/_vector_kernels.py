@@ -1,7 +1,7 @@
 r"""Compiled kernels (numba) of the vector losses: matrix data passes and per-example math.
 
 Data passes (sparse data; dense data uses BLAS through numpy), each also compiled serially
-(``*_serial``): :class:`~nsopt.losses._base.VectorLoss` uses the threaded ones only when the
+(``*_serial``): :class:`~nsopt.losses._vector_base.VectorLoss` uses the threaded ones only when the
 pass has at least ``PARALLEL_MIN_NNZ`` (of :mod:`nsopt.losses._kernels`) multiply-adds:
 
 ``csr_matmat(indptr, indices, data, W, out)``
@@ -40,7 +40,8 @@ real line: sort by slope, keep the highest of parallel lines, one stack pass).
 
 Ties (several pieces attaining the max) are decided with one relative tolerance ``tie_rtol``
 times the size of the scores of the example, shared by the oracle and the line search
-([YVGS10]_ requirement R8 of the 002 notes).
+([YVGS10]_'s exact line searches land iterates on hinges, where rounding decides which
+pieces tie).
 
 All kernels are ``cache=True``.
 """
@@ -78,7 +79,9 @@ __all__ = [
 # --------------------------------------------------------------------------------------
 # data passes
 # --------------------------------------------------------------------------------------
-def _csr_matmat_py(indptr, indices, data, W, out):
+def _compressed_matmat_py(indptr, indices, data, W, out):
+    """``out[i] = sum_p data[p] W[indices[p]]`` over ``indptr[i]:indptr[i + 1]``: ``X @ W``
+    for CSR arrays of X, ``X.T @ G`` for CSC ones (each output row from its own row/column)."""
     k = out.shape[1]
     for i in prange(out.shape[0]):
         row = out[i]  # contiguous row views let numba vectorise the inner loop
@@ -87,19 +90,6 @@ def _csr_matmat_py(indptr, indices, data, W, out):
         for p in range(indptr[i], indptr[i + 1]):
             v = data[p]
             src = W[indices[p]]
-            for j in range(k):
-                row[j] += v * src[j]
-
-
-def _csc_rmatmat_py(indptr, indices, data, G, out):
-    k = out.shape[1]
-    for col in prange(out.shape[0]):
-        row = out[col]
-        for j in range(k):
-            row[j] = 0.0
-        for p in range(indptr[col], indptr[col + 1]):
-            v = data[p]
-            src = G[indices[p]]
             for j in range(k):
                 row[j] += v * src[j]
 
@@ -122,11 +112,9 @@ def _csc_pull_pairs_py(indptr, indices, data, plus, minus, coef, out):
 
 # one source, two compilations, as in nsopt.losses._kernels: threads pay off only on enough
 # work (on small data, or a busy machine, an OpenMP launch costs more than the pass)
-csr_matmat = njit(cache=True, parallel=True)(_csr_matmat_py)
-csc_rmatmat = njit(cache=True, parallel=True)(_csc_rmatmat_py)
+csr_matmat = csc_rmatmat = njit(cache=True, parallel=True)(_compressed_matmat_py)
 csc_pull_pairs = njit(cache=True, parallel=True)(_csc_pull_pairs_py)
-csr_matmat_serial = njit(cache=True)(_csr_matmat_py)
-csc_rmatmat_serial = njit(cache=True)(_csc_rmatmat_py)
+csr_matmat_serial = csc_rmatmat_serial = njit(cache=True)(_compressed_matmat_py)
 csc_pull_pairs_serial = njit(cache=True)(_csc_pull_pairs_py)
 
 
@@ -181,7 +169,7 @@ def upper_envelope(a, b, n, hull, kinks, stol=0.0, vtol=0.0, vtol_eta=0.0):
     into ``kinks``; returns ``h``.
 
     [YVGS10]_ Alg. 4 sorts by value at the left end ``L``; on the whole line that order is the
-    order of the slopes. Parallel lines (erratum 8 of the 002 notes: Alg. 4 divides by zero)
+    order of the slopes. Parallel lines (the printed Alg. 4 divides by zero on them)
     keep only the highest; a line that tops the envelope at a single point only (three lines
     through one point) is dropped, so every kink is a true one. Each line is pushed and popped
     at most once: O(n log n) with the sort.
@@ -230,6 +218,18 @@ def upper_envelope(a, b, n, hull, kinks, stol=0.0, vtol=0.0, vtol_eta=0.0):
 #   (Crammer-Singer: gamma = 1, delta = 1 - I; margin rescaling: gamma = 1, delta = cost;
 #    slack rescaling: gamma = delta = cost). The j = y line is identically 0.
 # --------------------------------------------------------------------------------------
+@njit(cache=True)
+def _emit_kinks(a, hull, kinks, h, ci, kinks_out, jumps_out, n):
+    """Append the ``h - 1`` kinks of an upper envelope (:func:`upper_envelope`'s ``hull`` of
+    the lines with slopes ``a``) and the jumps of ``ci`` times its slope there at
+    ``kinks_out[n:]``, ``jumps_out[n:]``; returns the new count."""
+    for t in range(h - 1):
+        kinks_out[n] = kinks[t]
+        jumps_out[n] = ci * (a[hull[t + 1]] - a[hull[t]])
+        n += 1
+    return n
+
+
 @njit(cache=True)
 def _margin_row(F, Q, eta, i, yi, gamma, delta, gmax, dmax, side, tie_rtol):
     """(value, j*) of example i: j* is the default maximiser (side 0; y itself when the max is
@@ -335,10 +335,7 @@ def margin_events(F, Q, y, gamma, delta, c, kinks_out, jumps_out, tie_rtol=0.0):
                            8.0 * _EPS * (1.0 + dmax + 2.0 * gmax * bigf),
                            8.0 * _EPS * 2.0 * gmax * bigq)
         base += ci * a[hull[0]]
-        for t in range(h - 1):
-            kinks_out[n] = kinks[t]
-            jumps_out[n] = ci * (a[hull[t + 1]] - a[hull[t]])
-            n += 1
+        n = _emit_kinks(a, hull, kinks, h, ci, kinks_out, jumps_out, n)
     return n, base
 
 
@@ -503,10 +500,7 @@ def multilabel_events(F, Q, Y, c, kinks_out, jumps_out, tie_rtol=0.0):
         p += 1
         h3 = upper_envelope(a3, b3, p, hull3, k3, stol, vtol, vtol_eta)
         base += ci * a3[hull3[0]]
-        for t in range(h3 - 1):
-            kinks_out[n] = k3[t]
-            jumps_out[n] = ci * (a3[hull3[t + 1]] - a3[hull3[t]])
-            n += 1
+        n = _emit_kinks(a3, hull3, k3, h3, ci, kinks_out, jumps_out, n)
     return n, base
 
 

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import struct
 
 import numpy as np
 import scipy.sparse as sp
@@ -50,6 +49,7 @@ from scipy.optimize import linear_sum_assignment
 from .._validation import check_binary_labels, check_data, check_lengths, check_targets, check_vector
 from ..oracle import LineFunction, Oracle, bisect_minimize
 from . import _multivariate_kernels as kern
+from ._groups import contiguous_groups
 from ._kernels import DataMatrix
 
 __all__ = [
@@ -93,10 +93,11 @@ class MultivariateLoss(Oracle):
 
     A subclass implements, in score space (``f``, ``q`` of length ``m``):
 
-    ``_score_value(f) -> float``, ``_score_grad(f) -> (r, g)`` with :math:`g \in \partial\rho(f)`,
-    ``_score_sup(f, q) -> (s, g)`` with :math:`s = \rho'(f; q) = \langle g, q\rangle`, and
-    optionally ``_score_breakpoints(f, q)`` (the kinks of :math:`\eta \mapsto \rho(f + \eta q)`,
-    or None when listing them costs too much).
+    ``_score_pass(f, q=None) -> (r, g)``: :math:`r = \rho(f)` and :math:`g \in \partial\rho(f)`,
+    the default one for ``q=None``, else one steepest along ``q`` (ties broken by ``q``), so
+    that :math:`\rho'(f; q) = \langle g, q\rangle`; optionally ``_score_value(f) -> float``
+    (a cheaper value) and ``_score_breakpoints(f, q)`` (the kinks of
+    :math:`\eta \mapsto \rho(f + \eta q)`, or None when listing them costs too much).
     """
 
     lower_bound: float = 0.0
@@ -112,11 +113,15 @@ class MultivariateLoss(Oracle):
         return f"{type(self).__name__}(m={self.m}, d={self.dim}, {kind})"
 
     # --- what a subclass implements ----------------------------------------------------
-    def _score_grad(self, f):  # pragma: no cover - abstract
-        raise NotImplementedError(f"{type(self).__name__}._score_grad is not implemented")
+    def _score_pass(self, f, q=None):  # pragma: no cover - abstract
+        raise NotImplementedError(f"{type(self).__name__}._score_pass is not implemented")
 
-    def _score_sup(self, f, q):  # pragma: no cover - abstract
-        raise NotImplementedError(f"{type(self).__name__}._score_sup is not implemented")
+    def _score_grad(self, f):
+        return self._score_pass(f)
+
+    def _score_sup(self, f, q):
+        _, g = self._score_pass(f, q)
+        return float(g @ q), g
 
     def _score_value(self, f) -> float:
         return self._score_grad(f)[0]
@@ -156,7 +161,7 @@ class MultivariateLoss(Oracle):
             what = "queries" if G > 1 else "group: it does not decompose over examples"
             raise ValueError(f"{type(self).__name__} splits into 1 .. {G} groups ({G} {what}), "
                              f"got n_groups={n_groups}")
-        bounds = (np.arange(int(n_groups) + 1) * G) // int(n_groups)
+        bounds = contiguous_groups(G, n_groups)
         return [np.concatenate(natural[a:b]) for a, b in zip(bounds[:-1], bounds[1:])], bounds
 
     def groups(self, n_groups: int | None = None) -> list[np.ndarray]:
@@ -201,7 +206,6 @@ class MultivariateLoss(Oracle):
 
 
 class ScoreLine(LineFunction):
-    cheap_derivative = True
     r""":math:`\varphi(\eta) = \rho(f + \eta q)` for fixed :math:`f = Xw`, :math:`q = Xp`.
 
     Each evaluation costs one score-space evaluation of the loss (O(m log m) for the sorting
@@ -214,6 +218,8 @@ class ScoreLine(LineFunction):
     :meth:`breakpoints` (listed when the loss can do it cheaply) serves sums of lines, e.g.
     the line of a :class:`~nsopt.RegularizedRisk`, whose ``minimize`` needs them.
     """
+
+    cheap_derivative = True
 
     def __init__(self, loss: MultivariateLoss, f: np.ndarray, q: np.ndarray):
         self.loss, self.f, self.q = loss, f, q
@@ -317,20 +323,13 @@ class ROCArea(MultivariateLoss):
         self._scale = 1.0 / (float(self.n_pos) * float(self.n_neg))
         self._shift = -0.5 * self.y
 
-    def _sweep(self, f, q=None):
+    def _score_pass(self, f, q=None):
         c = f + self._shift
         order = _order(c, q)
         g = np.empty(self.m)
         r = kern.roc_sweep(c, self.positive, order, self.n_neg, g)
         g *= self._scale
         return r * self._scale, g
-
-    def _score_grad(self, f):
-        return self._sweep(f)
-
-    def _score_sup(self, f, q):
-        _, g = self._sweep(f, q)
-        return float(g @ q), g
 
     def _score_breakpoints(self, f, q):
         if self.n_pos * self.n_neg > MAX_BREAKPOINT_PAIRS:
@@ -366,7 +365,7 @@ class OrdinalRegression(MultivariateLoss):
 
     Notes
     -----
-    Algorithm: [TVSL10]_ Alg. 8 in the corrected form of the notes (erratum E3: the printed box
+    Algorithm: [TVSL10]_ Alg. 8, corrected (erratum E3: the printed box
     misses the ``else`` between the two copies, mixes ``y_i`` and ``y_j`` and uses ``pi_i < m``;
     tested in ``test_losses_multivariate.py::test_erratum_E3_ordinal_matches_brute_force``).
     Each example gets a lower copy :math:`f_j - 1/2` and an upper copy :math:`f_i + 1/2`; a
@@ -416,7 +415,7 @@ class OrdinalRegression(MultivariateLoss):
             raise ValueError(f'cost must be "constant" (C = 1) or "difference" (C = y_j - y_i), got {cost!r}')
         self.cost = cost
 
-    def _sweep(self, f, q=None):
+    def _score_pass(self, f, q=None):
         keys = np.concatenate([f - 0.5, f + 0.5])
         order = _order(keys, None if q is None else np.concatenate([q, q]))
         g = np.empty(self.m)
@@ -424,13 +423,6 @@ class OrdinalRegression(MultivariateLoss):
                                order, g)
         g /= self.n_pairs
         return r / self.n_pairs, g
-
-    def _score_grad(self, f):
-        return self._sweep(f)
-
-    def _score_sup(self, f, q):
-        _, g = self._sweep(f, q)
-        return float(g @ q), g
 
     def _score_breakpoints(self, f, q):
         if self.m * self.m > MAX_BREAKPOINT_PAIRS:
@@ -525,12 +517,8 @@ class PreferencePairs(MultivariateLoss):
         z = 1.0 + f[self.lower] - f[self.upper]
         return float(self.cost @ np.maximum(z, 0.0)) / self.n_pairs
 
-    def _score_grad(self, f):
-        return self._pass(f, f, 0.0)
-
-    def _score_sup(self, f, q):
-        _, g = self._pass(f, q, 1.0)
-        return float(g @ q), g
+    def _score_pass(self, f, q=None):
+        return self._pass(f, f, 0.0) if q is None else self._pass(f, q, 1.0)
 
     def _score_breakpoints(self, f, q):
         dz = q[self.lower] - q[self.upper]
@@ -559,7 +547,7 @@ class _ContingencyLoss(MultivariateLoss):
     def _search(self, f_pos, f_neg, q_pos, q_neg, tol, use_direction):  # pragma: no cover
         raise NotImplementedError
 
-    def _solve(self, f, q=None):
+    def _score_pass(self, f, q=None):
         # one sort of all scores by (f, q) ascending: negatives in that order, positives reversed
         order = _order(f, q)
         pos_sorted = order[self.positive[order]][::-1]
@@ -579,16 +567,9 @@ class _ContingencyLoss(MultivariateLoss):
         g[neg_sorted[b:]] = 2.0   # negatives labelled positive: y' - y = +2
         return float(r), g
 
-    def _score_grad(self, f):
-        return self._solve(f)
-
-    def _score_sup(self, f, q):
-        _, g = self._solve(f, q)
-        return float(g @ q), g
-
     def labelling(self, w) -> np.ndarray:
         r"""The maximising labelling :math:`y^* \in \{-1, +1\}^m` of the loss at ``w``."""
-        _, g = self._solve(self.data.dot(self._point(w)))
+        _, g = self._score_pass(self.data.dot(self._point(w)))
         return self.y + g
 
 
@@ -671,7 +652,7 @@ class PRBEP(_ContingencyLoss):
 
     Notes
     -----
-    Not in [TVSL10]_ (nor in the notes of the project); the definition is Joachims' (2005)
+    Not in [TVSL10]_; the definition is Joachims' (2005)
     PRBEP loss, with the scaling of :class:`FBeta` (not divided by ``m``). It has the structure
     of :class:`FBeta` with the table ``(a, b)`` tied by :math:`a + (m_- - b) = m_+`, so one loop
     over ``a`` after the sort: O(m log m). Ties and ``sup_subgradient`` as in :class:`FBeta`
@@ -757,8 +738,8 @@ class NDCG(MultivariateLoss):
     value :math:`c^T f(\pi) - \bar c^T f + a^T(b - b(\pi))` and score gradient
     :math:`c(\pi^{-1}) - \bar c`; O(n^3) per query of ``n`` documents.
 
-    Erratum E4: the printed :math:`C_{ij} = c_i f_i - b_i a_j` must read :math:`c_i f_j`. The
-    notes' correction keeps :math:`b_i a_j`, which takes eq. (28)'s :math:`a(\pi)_i = a_{\pi(i)}`
+    Erratum E4: the printed :math:`C_{ij} = c_i f_i - b_i a_j` must read :math:`c_i f_j`. A
+    correction that keeps :math:`b_i a_j`, which takes eq. (28)'s :math:`a(\pi)_i = a_{\pi(i)}`
     literally; then the gain term is the DCG of :math:`\pi^{-1}` while the score term ranks by
     :math:`\pi`, and the loss changes when rows of equal relevance are reordered. Here both
     terms use the same ranking (position ``i``, document ``j``: :math:`a_i b_j`), which makes
@@ -878,13 +859,9 @@ class NDCG(MultivariateLoss):
         g /= self.n_queries
         return values, g
 
-    def _score_grad(self, f):
-        values, g = self._score_group_grad(f)
+    def _score_pass(self, f, q=None):
+        values, g = self._score_group_grad(f, q)
         return float(values.sum()), g
-
-    def _score_sup(self, f, q):
-        _, g = self._score_group_grad(f, q)
-        return float(g @ q), g
 
 
 def ndcg_at_k(scores, relevance, qid, k=10) -> float:

@@ -71,9 +71,7 @@ class Hinge(ScalarLoss):
             offset=np.ones(y.size), project=lambda v: np.clip(v, 0.0, c),
             center=np.zeros(y.size), radius_sq=0.5 * float(c @ c),
         )
-    piecewise_quadratic = True
-    value_kernel = staticmethod(k.hinge_value)
-    grad_kernel = staticmethod(k.hinge_grad)
+    kernels = (k.hinge_value, k.hinge_grad)
 
     def kinks(self):
         return self.y.copy()  # y z = 1  <=>  z = y for y = +-1
@@ -99,9 +97,7 @@ class SquaredHinge(ScalarLoss):
     differentiable = True
 
     binary = True
-    piecewise_quadratic = True
-    value_kernel = staticmethod(k.squared_hinge_value)
-    grad_kernel = staticmethod(k.squared_hinge_grad)
+    kernels = (k.squared_hinge_value, k.squared_hinge_grad)
 
     def kinks(self):
         return self.y.copy()
@@ -126,8 +122,7 @@ class Logistic(ScalarLoss):
     differentiable = True
 
     binary = True
-    value_kernel = staticmethod(k.logistic_value)
-    grad_kernel = staticmethod(k.logistic_grad)
+    kernels = (k.logistic_value, k.logistic_grad)
 
     predict = Hinge.predict
 
@@ -150,6 +145,12 @@ class Logistic(ScalarLoss):
 def _predict_scores(self, X, w):
     """The score :math:`f = \\langle x, w\\rangle` of each row of ``X`` (the regression estimate)."""
     return self.decision_function(X, w)
+
+
+def _band_kinks(self):
+    """Kinks at ``y - h`` and ``y + h``, ``h`` the loss's parameter (``kernel_params[0]``)."""
+    h = getattr(self, self.kernel_params[0])
+    return np.stack([self.y - h, self.y + h], axis=1)
 
 
 def _check_real(value, name: str) -> float:
@@ -192,8 +193,7 @@ class Exponential(ScalarLoss):
     differentiable = True
 
     binary = True
-    value_kernel = staticmethod(k.exponential_value)
-    grad_kernel = staticmethod(k.exponential_grad)
+    kernels = (k.exponential_value, k.exponential_grad)
 
     predict = Hinge.predict
 
@@ -233,18 +233,15 @@ class Huber(ScalarLoss):
 
     differentiable = True
 
-    piecewise_quadratic = True
 
     def __init__(self, X, y, delta=1.0, sample_weight=None):
         self.delta = check_positive(delta, "delta")
         super().__init__(X, y, sample_weight)
 
-    value_kernel = staticmethod(k.huber_value)
-    grad_kernel = staticmethod(k.huber_grad)
+    kernels = (k.huber_value, k.huber_grad)
     kernel_params = ("delta",)
 
-    def kinks(self):
-        return np.stack([self.y - self.delta, self.y + self.delta], axis=1)
+    kinks = _band_kinks
 
     predict = _predict_scores
 
@@ -271,9 +268,7 @@ class LeastSquares(ScalarLoss):
 
     differentiable = True
 
-    piecewise_quadratic = True
-    value_kernel = staticmethod(k.least_squares_value)
-    grad_kernel = staticmethod(k.least_squares_grad)
+    kernels = (k.least_squares_value, k.least_squares_grad)
 
     predict = _predict_scores
 
@@ -299,9 +294,7 @@ class LeastAbsoluteDeviation(ScalarLoss):
     2.0
     """
 
-    piecewise_quadratic = True
-    value_kernel = staticmethod(k.least_absolute_deviation_value)
-    grad_kernel = staticmethod(k.least_absolute_deviation_grad)
+    kernels = (k.least_absolute_deviation_value, k.least_absolute_deviation_grad)
 
     def kinks(self):
         return self.y.copy()
@@ -336,7 +329,6 @@ class Quantile(ScalarLoss):
     0.5
     """
 
-    piecewise_quadratic = True
 
     def __init__(self, X, y, tau, sample_weight=None):
         tau = _check_real(tau, "tau")
@@ -348,8 +340,7 @@ class Quantile(ScalarLoss):
         self.tau = tau
         super().__init__(X, y, sample_weight)
 
-    value_kernel = staticmethod(k.quantile_value)
-    grad_kernel = staticmethod(k.quantile_grad)
+    kernels = (k.quantile_value, k.quantile_grad)
     kernel_params = ("tau",)
 
     def kinks(self):
@@ -386,18 +377,15 @@ class EpsilonInsensitive(ScalarLoss):
     1.0
     """
 
-    piecewise_quadratic = True
 
     def __init__(self, X, y, epsilon, sample_weight=None):
         self.epsilon = check_positive(epsilon, "epsilon", strict=False)
         super().__init__(X, y, sample_weight)
 
-    value_kernel = staticmethod(k.epsilon_insensitive_value)
-    grad_kernel = staticmethod(k.epsilon_insensitive_grad)
+    kernels = (k.epsilon_insensitive_value, k.epsilon_insensitive_grad)
     kernel_params = ("epsilon",)
 
-    def kinks(self):
-        return np.stack([self.y - self.epsilon, self.y + self.epsilon], axis=1)
+    kinks = _band_kinks
 
     predict = _predict_scores
 
@@ -453,8 +441,7 @@ class Poisson(ScalarLoss):
         slack = (self.m + 4) * np.finfo(float).eps * float(self.c @ (self.y + np.abs(ylogy)))
         self.lower_bound = infimum - slack
 
-    value_kernel = staticmethod(k.poisson_value)
-    grad_kernel = staticmethod(k.poisson_grad)
+    kernels = (k.poisson_value, k.poisson_grad)
 
     def predict(self, X, w):
         """The predicted mean count :math:`e^f` (``inf`` where it overflows)."""
@@ -485,9 +472,7 @@ class Novelty(ScalarLoss):
     1.0
     """
 
-    piecewise_quadratic = True
-    value_kernel = staticmethod(k.novelty_value)
-    grad_kernel = staticmethod(k.novelty_grad)
+    kernels = (k.novelty_value, k.novelty_grad)
 
     def __init__(self, X, rho=1.0, sample_weight=None):
         self.rho = _check_real(rho, "rho")

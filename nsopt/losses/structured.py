@@ -13,7 +13,7 @@ the scaling :math:`\Gamma = 1` of [TVSL10]_ eq. (24) (margin rescaling, Taskar e
 :math:`y' = y` is a candidate and :math:`\Delta(y, y) = 0`, every :math:`l \ge 0`
 (``lower_bound = 0``), and :math:`l` majorises the label loss of the prediction,
 :math:`l(x, y, w) \ge \Delta(y, y^*)` with :math:`y^* = \arg\max_{y'} \langle w, \phi(x, y')\rangle`
-([TVSL10]_ Sec. A.2, requirement A10).
+([TVSL10]_ Sec. A.2).
 
 * :class:`StructuredHinge`: user-supplied joint features and loss-augmented inference;
 * :class:`ChainHinge`: sequence labelling with a first-order chain (emission and transition
@@ -52,6 +52,7 @@ from numba import njit
 
 from .._validation import as_real_array, canonical_csr, check_data, check_sample_weight, check_vector
 from ..oracle import GenericLine, Oracle
+from ._groups import contiguous_groups
 
 __all__ = ["StructuredHinge", "ChainHinge"]
 
@@ -83,18 +84,11 @@ class _GroupedRisk(Oracle):
 
     # --- decomposition -------------------------------------------------------------------
     def _starts(self, n_groups) -> np.ndarray:
-        if not isinstance(n_groups, numbers.Integral) or isinstance(n_groups, bool):
-            raise TypeError(f"n_groups must be an integer, got {type(n_groups).__name__}")
-        if not 1 <= n_groups <= self.m:
-            raise ValueError(
-                f"n_groups must be in 1 .. {self.m} (the number of examples), got {n_groups}"
-            )
-        # boundaries floor(k m / P), as the scalar losses' group_value_and_subgradients
-        return (np.arange(int(n_groups) + 1, dtype=np.int64) * self.m) // int(n_groups)
+        return contiguous_groups(self.m, n_groups)
 
     def groups(self, n_groups: int = 1) -> list[np.ndarray]:
-        r"""Split the examples into ``n_groups`` contiguous groups of near-equal size, with
-        boundaries :math:`\lfloor k m / P\rfloor` (as the scalar losses do): a list of index
+        r"""Split the examples into ``n_groups`` contiguous groups of near-equal size
+        (:func:`~nsopt.losses._groups.contiguous_groups`, as every loss does): a list of index
         arrays covering ``0 .. m - 1``."""
         s = self._starts(n_groups)
         return [np.arange(s[k], s[k + 1]) for k in range(len(s) - 1)]

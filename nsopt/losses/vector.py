@@ -1,7 +1,7 @@
 r"""Losses of one score per class, :math:`f = W^T x \in \mathbb{R}^k` ([TVSL10]_ Table 6).
 
 The variable is :math:`W` (d x k) flattened in C order; ``loss.shape == (d, k)``. Each class
-gives the per-example loss and its score-subdifferential; :class:`~nsopt.losses._base.VectorLoss`
+gives the per-example loss and its score-subdifferential; :class:`~nsopt.losses._vector_base.VectorLoss`
 does the chain rule (:math:`F = XW`, subgradient :math:`X^T G`), the sup-subgradient and the
 line restriction.
 
@@ -34,7 +34,7 @@ import scipy.sparse as sp
 
 from . import _vector_kernels as vk
 from .._validation import as_real_array, check_data
-from ._base import VectorLoss, check_class_labels
+from ._vector_base import VectorLoss, check_class_labels
 
 __all__ = ["MulticlassHinge", "ScaledMulticlassHinge", "Softmax", "MultilabelHinge"]
 
@@ -133,7 +133,7 @@ class MulticlassHinge(_MarginLoss):
     max is attained by :math:`y' = y`): every row of :math:`G` has at most two nonzero classes
     ([TVSL10]_ App. A.4.1). At ties the score-subdifferential is the hull of the tied
     :math:`e_{y'} - e_y`; ``sup_subgradient`` takes the tied :math:`y'` with the largest
-    :math:`q_{y'} - q_y` ([YVGS10]_ after eq. 46, requirement R4). Ties are decided up to
+    :math:`q_{y'} - q_y` ([YVGS10]_ after eq. 46). Ties are decided up to
     ``tie_rtol`` (1e-12) relative to the size of the scores.
 
     Line restriction: per example a max of k lines in :math:`\eta` ([YVGS10]_ eq. 48);
@@ -184,7 +184,7 @@ class ScaledMulticlassHinge(_MarginLoss):
     :math:`\Gamma = 1`, slack rescaling :math:`\Gamma = \Delta`. Subgradient in the scores:
     :math:`\Gamma(y, y^*)(e_{y^*} - e_y)`, at most two nonzero classes.
 
-    Erratum E9 (000 notes): [TVSL10]_ Table 6 prints
+    Erratum E9: [TVSL10]_ Table 6 prints
     :math:`\max_{y'} \Gamma(y,y')(f_{y'} - f_y + \Delta(y,y'))`, with :math:`\Gamma` around the
     whole margin violation, while eq. (24) applies :math:`\Gamma` to the score difference only.
     They differ in general; with :math:`\Gamma` = ``cost`` and the 0/1 margin inside, Table 6
@@ -314,8 +314,8 @@ class MultilabelHinge(VectorLoss):
     Notes
     -----
     Subgradient in the scores: :math:`e_{z'} - e_z` for a worst pair when the loss is positive,
-    else 0. ``sup_subgradient`` takes the worst pair steepest along :math:`q` ([YVGS10]_ Sec. 6.4,
-    requirement R5); as the pair slope :math:`q_{z'} - q_z` is separable, that is the tied
+    else 0. ``sup_subgradient`` takes the worst pair steepest along :math:`q` ([YVGS10]_ Sec. 6.4);
+    as the pair slope :math:`q_{z'} - q_z` is separable, that is the tied
     irrelevant maximiser of largest :math:`q_{z'}` and the tied relevant minimiser of smallest
     :math:`q_z`, O(k) per example. At a tie with 0 the zero piece competes.
 

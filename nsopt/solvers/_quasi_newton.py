@@ -71,8 +71,8 @@ class DenseInverseHessian(NamedTuple):
 class LBFGSInverseHessian(NamedTuple):
     r"""The last ``memory`` pairs :math:`(s_i, y_i)`; :math:`B v` by the two-loop recursion
     ([NW06]_ Alg. 7.4) in O(memory d). ``scaling="identity"``: :math:`H_0 = I` (then the
-    products equal the dense store's while no pair has been dropped: [YVGS10]_ R31 of the
-    notes); ``"gamma"``: :math:`H_0 = (s^Ty/y^Ty)\,I` from the newest pair ([NW06]_ eq. 7.20)."""
+    products equal the dense store's while no pair has been dropped, [YVGS10]_ Sec. 3.5);
+    ``"gamma"``: :math:`H_0 = (s^Ty/y^Ty)\,I` from the newest pair ([NW06]_ eq. 7.20)."""
 
     s: tuple
     y: tuple

@@ -46,7 +46,8 @@ class BMRM(Solver):
         ([TVSL10]_ Sec. 5.1.1); None keeps every plane.
     max_planes : int or None
         Hard cap on the bundle; when full, zero-multiplier planes are dropped and the older
-        half aggregated into one plane (Kiwiel), which keeps the dual optimum (C8).
+        half aggregated into one plane (Kiwiel), which keeps the dual optimum ([TVSL10]_
+        Sec. 3.1, Alg. 4).
     **common
         ``rtol, atol, max_iter, max_time, verbose`` (see :func:`nsopt.minimize`).
 

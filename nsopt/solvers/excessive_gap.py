@@ -100,7 +100,7 @@ class ExcessiveGap(Solver):
     smoothing parameter, ``tau`` the step, ``residual`` :math:`= b - Zw_k` (for the hinge,
     :math:`1 - y_i\langle x_i, w_k\rangle`), kept by linearity like :math:`w_k` itself.
 
-    Schedule (001 notes Sec. 3.3-3.4): fixed, :math:`\tau_k = 2/(k+3)`, :math:`\mu_0 = 2L`, so
+    Schedule ([SZV09]_ Alg. 1, eqs. 23-25): fixed, :math:`\tau_k = 2/(k+3)`, :math:`\mu_0 = 2L`, so
     :math:`\mu_k = 4L/((k+1)(k+2))` and the gap is at most :math:`\mu_k D_2 = 4 L D_2/((k+1)(k+2))`
     with :math:`D_2 = \max_Q d_2` (:math:`\tfrac12\sum_i c_i^2 = 1/(2m)` for the box, eq. 26).
     The step keeps the excessive gap :math:`J_{\mu_{k+1}}(w_{k+1}) \le D(\alpha_{k+1})` whenever
@@ -121,7 +121,7 @@ class ExcessiveGap(Solver):
     :math:`R` and :math:`D(\alpha_k) = \bar b - \lambda\Omega^*(-\bar a/\lambda)`, so
     :meth:`~nsopt.Certificate.check` recomputes it unchanged. The primal iterates go through the
     problem's oracle (the base keeps the best); ``x0`` is evaluated once as an initial upper
-    bound but does not move the start, which must be the prox-centre (001 notes Sec. 3.4).
+    bound but does not move the start, which must be the prox-centre ([SZV09]_ Alg. 1).
 
     Cost per iteration: 3 products with :math:`Z` or :math:`Z^T` plus one oracle call (two
     passes), two projections onto :math:`Q` (O(m) clipping; O(m) median search with a bias;

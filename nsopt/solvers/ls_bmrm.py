@@ -41,7 +41,8 @@ class LSBMRM(Solver):
         is queried (0.9 "works well in practice", Franc & Sonnenburg). Formerly ``theta``
         (deprecated alias).
     line_search : bool, default True
-        ``False`` takes :math:`\eta_t = 1`, which reproduces BMRM's iterates (requirement C6).
+        ``False`` takes :math:`\eta_t = 1`, which reproduces BMRM's iterates ([TVSL10]_ Alg. 3 with
+        :math:`\eta_t = 1` is Alg. 2).
     inner, inner_rtol, remove_inactive, max_planes
         As in :class:`~nsopt.solvers.BMRM`.
 

@@ -103,8 +103,8 @@ class _Alg2:
                 and self.n_inner + 1 < k_max)                        # i < k_max, i from 1
 
     def mix(self):
-        """l. 7-9 with mu* of eq. 97, clipped to [0, 1] (erratum 4 of the notes); False when no
-        dual progress is possible (mu* = 0)."""
+        """l. 7-9 with mu* of eq. 97, clipped to [0, 1] as eq. 73 is (the printed l. 7 and
+        eq. 97 lack the clip); False when no dual progress is possible (mu* = 0)."""
         g, gp = self.g_next, self.slope_next
         Bg = self.store.dot(g)
         num = gp - self.pg
@@ -358,8 +358,8 @@ class SubBFGS(QuasiNewton):
     :math:`\eta\|p\|_\infty \le \delta =` ``kink_tol`` :math:`\max(1, \|w\|_\infty)` is a
     *null step* (``n_null_steps``): the argsup along :math:`p` at :math:`w + \delta p/\|p\|_\infty`,
     past the kinks within rounding, joins Algorithm 2 as one more violating subgradient
-    (from the :math:`\delta`-neighbourhood: the subdifferential with a tolerance, notes 002
-    R8) and the direction is re-optimised at the same point, as a bundle method's null step.
+    (from the :math:`\delta`-neighbourhood: the subdifferential with a tolerance) and the
+    direction is re-optimised at the same point, as a bundle method's null step.
     A longer step that does not decrease :math:`J` (rounding) counts as a failure.
 
     Certificate: on a ``RegularizedRisk`` the shared plane certifier (source ``"planes"``).
@@ -420,18 +420,15 @@ class SubLBFGS(SubBFGS):
     memory : int >= 1, default 15
         Pairs kept (the paper's value; insensitive in 5-25, Sec. 8.2). Not so on every
         problem: on nearly separable data, where many hinges meet at the optimum, a short
-        memory zigzags across them. Measured on mushrooms (hinge + L2, :math:`\lambda=10^{-4}`,
-        d = 112, 8 s cap): memory 5 / 15 / 25 stalled at relative gaps 4e-2 / 2e-2 / 1e-2;
-        memory 50 and 100 certified 1e-3 after 1814 and 1379 oracle calls (dense
-        :class:`SubBFGS`: 1278). Where d is small, prefer :class:`SubBFGS`.
+        memory zigzags across them (measured in docs/solvers.md, "Measurements"). Where d is
+        small, prefer :class:`SubBFGS`.
     initial_scaling : {"identity", "gamma"}, default "identity"
         :math:`H_0` of the two-loop recursion, which the paper leaves open: :math:`I`, as
         Algorithm 1's :math:`B_0` (then, with ``memory`` at least the number of iterations,
         the iterates equal :class:`SubBFGS`'s), or the LBFGS-standard
-        :math:`(s^Ty/y^Ty)\,I` of the newest pair. Measured: on hinge losses the pairs that
-        cross hinges have large :math:`y`, hence a tiny :math:`\gamma` and tiny steps
-        (L1-hinge, 120 x 8: stalled at a relative gap of 1e-5 with ``"gamma"``, 49 iterations
-        to 1e-6 with ``"identity"``).
+        :math:`(s^Ty/y^Ty)\,I` of the newest pair. On hinge losses the pairs that cross
+        hinges have large :math:`y`, hence a tiny :math:`\gamma` and tiny steps (measured in
+        docs/solvers.md, "Measurements").
     owlqn_variant : {"owlqn*", "owlqn", "none"}, default "owlqn*"
         On a ``RegularizedRisk`` whose regularizer is :math:`\|w\|_1` (``reg.l1_ratio == 1``)
         and whose loss is differentiable (``loss.differentiable``; e.g. ``Logistic``,
@@ -439,7 +436,7 @@ class SubLBFGS(SubBFGS):
         the same loop; ``Result.info["mode"]`` names it): ``"owlqn*"`` is the paper's OWL-QN*
         (Sec. 7.1.1, 8.4): OWL-QN with its direction replaced by Algorithm 2 started from the
         pseudo-gradient :math:`g^{ow}`, the argsup oracle applying the sign rule at zero
-        coordinates (:math:`\lambda\,\mathrm{sign}(p_j)` where :math:`w_j = 0`, R6), with
+        coordinates (:math:`\lambda\,\mathrm{sign}(p_j)` where :math:`w_j = 0`), with
         :math:`B` fitted to the logistic loss alone. ``"owlqn"`` is [AG07]_ itself,
         :math:`p = -B g^{ow}`. ``"none"`` treats the problem like any other (subLBFGS on
         :math:`J` with exact line searches).
@@ -456,7 +453,7 @@ class SubLBFGS(SubBFGS):
     trials; first trial 1, or :math:`1/\|p\|_2` while no pair is stored). A coordinate that
     lands within ``kink_tol`` (relative) of 0 is set to 0. The curvature pairs use the logistic
     gradients. Whether OWL-QN* keeps :math:`\pi` and this line search is not stated in the
-    paper (notes 002, erratum 13); it keeps "the rest of OWL-QN". Measured on a9a
+    paper ([YVGS10]_ Sec. 7.1.1); it keeps "the rest of OWL-QN". Measured on a9a
     (:math:`\lambda = 10^{-4}`), OWL-QN* *without* :math:`\pi` (moving zero coordinates
     off zero in the direction's own orthant) oscillated in its support and was several times
     slower, so nsopt applies :math:`\pi` to Algorithm 2's direction too, and drops it only
