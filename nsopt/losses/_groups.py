@@ -24,8 +24,7 @@ def contiguous_groups(m: int, n_groups: int) -> np.ndarray:
     Returns ``bounds`` (int64, shape ``(n_groups + 1,)``, ``bounds[0] = 0``,
     ``bounds[-1] = m``): group ``p`` is ``bounds[p]:bounds[p + 1]``. The sizes differ by at
     most one; the boundaries are ``k m / P`` rounded down as ``np.linspace`` computes them
-    (the cutting-plane solvers restrict a loss's dual point to its groups with the same
-    formula).
+    (the cutting-plane solvers restrict a loss's dual point to its groups with this function).
     """
     if not isinstance(n_groups, numbers.Integral) or isinstance(n_groups, bool):
         raise TypeError(f"n_groups must be an integer, got {type(n_groups).__name__}")

@@ -24,6 +24,7 @@ from .._validation import Interval, NoneOr, Option, Options, Satisfies, check_pl
 from ..bundle import PlaneBundle
 from ..oracle import freeze
 from ..inner import select
+from ..losses._groups import contiguous_groups
 
 __all__ = ["new_bundle", "add_planes", "solve_master", "add_and_solve", "PLANE_OPTIONS", "Master"]
 
@@ -141,7 +142,7 @@ def add_planes(bundle: PlaneBundle, alpha: np.ndarray, ev, *, remove_inactive=No
                 alpha = bundle.compress(alpha, max_planes, keep_newest=keep_newest, block=p)
         t = ev.loss_dual
         if t is not None:  # part p's plane is that of t restricted to its rows
-            cuts = np.linspace(0, t.size, len(values) + 1).astype(np.int64)
+            cuts = contiguous_groups(t.size, len(values))  # the loss's own split
         for p, (value, a) in enumerate(zip(values, subgradients)):
             t_p = None
             if t is not None:

@@ -16,6 +16,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..bundle import PlaneBundle
+from .._linalg import lincomb
 from ..oracle import freeze
 from .._validation import Boolean, Interval, Option
 from ._base import Solver
@@ -142,9 +143,10 @@ class LSBMRM(Solver):
             fun_b = math.inf  # unknown until queried: BMRM's iterate
         theta = self.query_fraction
         w_c = w_t                                                        # l. 9
-        if self.line_search:  # (1 - theta) w_b + theta w_t, with one d-sized temporary
-            w_c = np.multiply(w_b, 1.0 - theta)
-            w_c += theta * w_t
+        if self.line_search:  # (1 - theta) w_b + theta w_t, in w_t's buffer
+            # w_t is the master's fresh array, used only here (the master's copy was let go)
+            w_t.flags.writeable = True
+            w_c = lincomb(1.0 - theta, w_b, theta, w_t, out=w_t)
         del w_t
         freeze(w_c)  # read-only: the oracle keeps it without a copy
         improved = m.dual_value >= s.lower_bound

@@ -15,17 +15,20 @@ import scipy.sparse as sp
 import nsopt
 
 MB = 1e6
-#: measured (2026-11-24, tracemalloc peaks; before this change 65, 146, 65, 104, 430 MB):
-#: bmrm 43, kbundle 41, proximal-bundle 51, ls-bmrm 73, sublbfgs 378 MB. bmrm and kbundle meet
-#: the issue's 50 MB. The loss's plane goes to the bundle in sparse form and its dense slope
-#: is let go before the master solve (the counting oracle's cache is a weak reference); J's
-#: subgradient lambda*w + a is formed only when a solver asks for it (Evaluation parts); the
-#: plane check keeps no previous subgradient; the master's w is formed in a_bar's buffer;
-#: scipy's brentq no longer keeps lines (with their d-vectors) alive in a reference cycle;
-#: the start is kept without a copy. What is left is dense d-vectors, 8 MB each: in
-#: proximal-bundle the centre, the candidate, and three a_bar (the state's, the new one, the
-#: best bound's evidence); in ls-bmrm also the line direction and the query point.
-BOUND = {"bmrm": 50, "kbundle": 50, "proximal-bundle": 60, "ls-bmrm": 85, "sublbfgs": 420}
+#: measured (2026-11-24, tracemalloc peaks; before this work 496, 534, 389, 404, 786 MB, and
+#: at the previous landing 65, 146, 65, 104, 430): bmrm 35, ls-bmrm 42, kbundle 33,
+#: proximal-bundle 34, sublbfgs 370 MB. The d-vectors (8 MB each) that are left are those the
+#: methods need: the query point, the best point, the master's w and, for a moment, the
+#: loss's dense slope and the new aggregate. How: the loss's plane goes to the bundle in
+#: sparse form and its dense slope is let go before the master solve (the counting oracle's
+#: cache is a weak reference); aggregates are kept as sparse rows between steps
+#: (PlaneBundle.certify); J's subgradient lambda*w + a is formed only when a solver asks for
+#: it (Evaluation parts); the plane check keeps no previous subgradient; the master's w is
+#: formed in a_bar's buffer, LS-BMRM's query point in the master's w; scipy's brentq no
+#: longer keeps lines (with their d-vectors) alive in a reference cycle; the start is kept
+#: without a copy. subLBFGS keeps its m = 10 pairs (s, y) of d-vectors by design (not a
+#: target of the issue).
+BOUND = {"bmrm": 50, "ls-bmrm": 50, "kbundle": 50, "proximal-bundle": 50, "sublbfgs": 400}
 
 @pytest.fixture(scope="module")
 def big():
