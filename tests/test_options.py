@@ -355,3 +355,17 @@ def test_validate_options_alone():
         config, given = validate_options("Thing", table, {"old": 3})
     assert config == given == {"new": 3}
     assert validate_options("Thing", table, {}) == ({"new": 1}, {})
+
+
+def test_an_option_named_like_a_solver_method_is_refused_at_class_definition():
+    # options are read as attributes: an option "step" would be hidden by Solver.step (the
+    # add-a-solver demo of issue 15 met it as "unsupported operand type(s): 'method'")
+    from numbers import Real
+
+    from nsopt.solvers import Option, Solver
+    from nsopt._validation import Interval
+
+    with pytest.raises(TypeError, match=r"\['step'\] are named like attributes"):
+        class Shadowed(Solver):  # noqa: F841
+            name = "shadowed"
+            options = {"step": Option(1.0, Interval(Real, 0, None, closed="neither"), doc="c")}

@@ -255,6 +255,12 @@ class Solver:
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
+        # options are read as attributes (self.tol): one named like a method or attribute of
+        # the class (``step``, ``name``) would be shadowed by it
+        clash = sorted(o for o in getattr(cls, "options", {}) if hasattr(cls, o))
+        if clash:
+            raise TypeError(f"{cls.__name__}.options {clash} are named like attributes of the "
+                            "class, which would hide them: rename the options")
         state = getattr(cls, "State", None)
         if state is None:
             return
