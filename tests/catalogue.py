@@ -53,7 +53,7 @@ CATALOGUE = [
 
 
 class OracleCase:
-    """A bare :class:`~nsopt.FunctionOracle`: :math:`f(x) = \|Ax - b\|_1 + 1` with ``b = A x_0``
+    r"""A bare :class:`~nsopt.FunctionOracle`: :math:`f(x) = \|Ax - b\|_1 + 1` with ``b = A x_0``
     (so :math:`f^* = 1`, attained at :math:`x_0`) and the stated ``lower_bound = 1``: the floor
     the any-oracle solvers certify with (OraclePlanes evidence)."""
 
