@@ -36,6 +36,26 @@ def test_cs_dense_sparse_derivative_at_a_rounded_kink():
     _dense_sparse_agree(lambda A: MulticlassHinge(A, y, n_classes=4), X, w, p)
 
 
+def test_cs_dense_and_sparse_sup_subgradients_at_a_rounding_tie_both_attain_the_sup():
+    # explore run of 2026-11-24: at w = 0 the score slopes of example 3 along p are 0.25 - 3.5e-46
+    # (class 0) and 0.25 (class 2), equal after rounding; the dense product picked class 0, the
+    # sparse one class 2: two different vectors, both attaining f'(w; p), both subgradients
+    X = np.zeros((7, 2))
+    X[3] = [-1.40129846e-45, -1.0 / 3.0]
+    y = np.array([0, 0, 0, 1, 0, 0, 0])
+    w = np.zeros(6)
+    p = np.array([0.25, 0, 0, -0.75, 0, -0.75])
+    ld, ls = MulticlassHinge(X, y, n_classes=3), MulticlassHinge(sp.csr_matrix(X), y, n_classes=3)
+    (s_d, g_d), (s_s, g_s) = ld.sup_subgradient(w, p), ls.sup_subgradient(w, p)
+    assert _close(s_d, s_s)
+    f0 = ld.value(w)
+    rng = np.random.default_rng(0)
+    for g in (g_d, g_s):
+        assert _close(float(g @ p), s_d)
+        for v in rng.standard_normal((20, 6)):
+            assert ld.value(v) >= f0 + float(g @ (v - w)) - 1e-12
+
+
 def test_cs_dense_sparse_no_kink_from_a_rounding_slope():
     # Q[6, 3] = -0.25 + (-1/3)(-0.75) is 0 or 5.6e-17 depending on the product (FMA or not):
     # a slope difference at the rounding level is no kink
