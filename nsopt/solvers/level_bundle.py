@@ -210,8 +210,9 @@ class LevelBundle(Solver):
         res = linprog(c, A_ub=A_ub, b_ub=-bundle.b, bounds=box, method="highs", options=options)
         if res.status != 0 or res.x is None or res.ineqlin is None or res.ineqlin.marginals is None:
             raise OracleNumericalError(
-                f"level-bundle: HiGHS could not minimise the cutting-plane model over the box "
-                f"(linprog status {res.status}: {res.message})", None, "the master LP")
+                f"level-bundle: HiGHS could not solve the master LP (the minimum of the "
+                f"cutting-plane model over the box): linprog status {res.status}, {res.message}",
+                None, "the master LP")
         point = np.clip(np.asarray(res.x[:d], dtype=np.float64), lb, ub)
         alpha = bundle.feasible(-np.asarray(res.ineqlin.marginals, dtype=np.float64))
         a_bar, b_bar = bundle.combine(alpha)
