@@ -117,9 +117,12 @@ class LevelBundle(Solver):
     the box is projected onto it (clipped coordinate-wise) before the first evaluation.
 
     Degenerate cases: when :math:`f^{up}_k - f^{low}_k \le 0` (a gap closed up to rounding)
-    the loop stops with status ``converged``. A projection OSQP cannot solve (status other than
-    solved) is replaced by the LP's point, which lies in the level set (a Kelley step:
-    progress, not validity, is at stake); ``Result.info["n_qp_fallbacks"]`` counts them. An LP
+    the loop stops with status ``converged``. A projection OSQP cannot solve (not solved, and
+    its last iterate's model value not within half the distance from the level to
+    :math:`f^{up}_k`) is replaced by the LP's point, which lies in the level set (a Kelley
+    step: progress, not validity, is at stake); ``Result.info["n_qp_fallbacks"]`` counts them.
+    A query point is always clipped onto the box (OSQP's and HiGHS's answers are feasible
+    only to their tolerances). An LP
     that HiGHS cannot solve ends the run with status ``numerical_error``
     (``Result.info["numerical_error"]`` says why) and the bound proven so far.
 
