@@ -306,3 +306,25 @@ def test_regularized_risk_as_an_oracle():
     fs = cvxpy_optimum(X, y, "hinge", nsopt.regularizers.L2(), 1e-2)
     assert res.success and res.lower_bound - tol(fs) <= fs <= res.fun + tol(fs)
     assert res.certificate.check(J, bounds=(-20, 20)) >= res.lower_bound - 1e-9
+
+
+def test_list_storage_of_the_bundle_gives_the_same_run(monkeypatch):
+    """At large d the bundle keeps its slopes as a list of rows (sparse LP and QP matrices)."""
+    import functools
+
+    import nsopt.solvers.level_bundle as level
+
+    case = hinge_case(4)
+    a = nsopt.minimize(case.oracle, method="level-bundle", bounds=(case.lb, case.ub), rtol=1e-6)
+    monkeypatch.setattr(level, "PlaneBundle", functools.partial(level.PlaneBundle, dense_limit=0))
+    b = nsopt.minimize(case.oracle, method="level-bundle", bounds=(case.lb, case.ub), rtol=1e-6)
+    assert a.success and b.success
+    assert b.fun == pytest.approx(a.fun, rel=1e-9) and b.nit == pytest.approx(a.nit, abs=2)
+    assert b.certificate.check(case.oracle, bounds=(case.lb, case.ub)) >= b.lower_bound - 1e-9
+
+
+def test_sum_of_oracles():
+    """A composed oracle (``f + g``, with the floor of both) is solved like any other."""
+    f, g = l1_case(8, d=5), max_affine_ridge_case(9, d=5)
+    both = Case(f.oracle + g.oracle, lambda x: f.expr(x) + g.expr(x), f.lb, f.ub)
+    solve_and_check(both, rtol=1e-7)

@@ -170,7 +170,7 @@ class LevelBundle(Solver):
         lower_bound: float         # f_low: the best bound proven (max over iterations)
         evidence: object           # its proof (OraclePlanes over the box)
         level: float               # l_k
-        lp_point: np.ndarray       # the model's minimiser over the box (Kelley's point)
+        x_next: np.ndarray         # x_k+1: the projection (the LP's point on a QP fallback)
         alpha: np.ndarray          # LP multipliers of the planes (repaired), for dropping
         active: np.ndarray         # planes active in the LP or the last QP
         bundle: PlaneBundle
@@ -201,7 +201,7 @@ class LevelBundle(Solver):
         n, d = bundle.n, bundle.dim
         rows = bundle.rows()
         if sp.issparse(rows):
-            A_ub = sp.hstack([rows, -np.ones((n, 1))], format="csr")
+            A_ub = sp.hstack([rows, sp.csr_matrix(-np.ones((n, 1)))], format="csr")
         else:
             A_ub = np.hstack([rows, -np.ones((n, 1))])
         c = np.zeros(d + 1)
@@ -277,7 +277,7 @@ class LevelBundle(Solver):
             nxt = m.point
         bundle.update_ages(active.astype(np.float64))
         return self.State(x=x, fun_up=fun_up, lower_bound=lower, evidence=evidence, level=level,
-                          lp_point=freeze(nxt), alpha=m.alpha, active=active, bundle=bundle,
+                          x_next=freeze(nxt), alpha=m.alpha, active=active, bundle=bundle,
                           lb=lb, ub=ub, n_planes=bundle.n, n_qp_fallbacks=fallbacks)
 
     # --- init and step -----------------------------------------------------------------------
@@ -297,7 +297,7 @@ class LevelBundle(Solver):
         bundle = s.bundle
         if self.max_planes is not None and bundle.n >= self.max_planes:
             self._make_room(bundle, s.alpha, s.active)
-        ev = problem.evaluate(s.lp_point)
+        ev = problem.evaluate(s.x_next)
         bundle.add_at(ev.w, ev.fun, ev.subgradient)
         return self._iterate(problem, bundle, ev.w, min(s.fun_up, float(ev.fun)), s.lower_bound,
                              s.evidence, s.lb, s.ub, s.n_qp_fallbacks)
