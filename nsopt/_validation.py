@@ -34,6 +34,8 @@ __all__ = [
     "check_lengths",
     "check_callback",
     "check_lower_bound",
+    "check_box",
+    "box_for_dim",
     "check_dim",
     "user_scalar",
     "user_vector",
@@ -247,6 +249,66 @@ def check_lower_bound(value, name="lower_bound") -> float:
     if math.isnan(value) or value == math.inf:
         raise ValueError(f"{name} must be a real number < inf (-inf when none is known), got {value}")
     return value
+
+
+def check_box(bounds, name="bounds", *, finite=False) -> tuple[np.ndarray, np.ndarray]:
+    """A box ``lb <= x <= ub`` in scipy's convention: a pair ``(lb, ub)`` of numbers or 1-D
+    arrays (broadcast against each other), or a ``scipy.optimize.Bounds``. Returns ``(lb, ub)``
+    as float64 arrays (0-d or 1-d; the dimension is checked by :func:`box_for_dim`).
+
+    ``TypeError`` for anything else (a list of d ``(min, max)`` pairs included: pass
+    ``(lb, ub)``); ``ValueError`` for NaN, ``lb > ub``, ``lb = +inf`` or ``ub = -inf``, and
+    with ``finite=True`` for any infinite side. Messages name ``name`` and the entry."""
+    lb_ub = None
+    if hasattr(bounds, "lb") and hasattr(bounds, "ub") and not isinstance(bounds, (tuple, list)):
+        lb_ub = (bounds.lb, bounds.ub)          # scipy.optimize.Bounds (keep_feasible ignored)
+    elif isinstance(bounds, (tuple, list)) and len(bounds) == 2:
+        lb_ub = tuple(bounds)
+    if lb_ub is None:
+        raise TypeError(f"{name} must be a pair (lb, ub) of numbers or 1-D arrays, or a "
+                        f"scipy.optimize.Bounds, got {type(bounds).__name__} {_short(bounds)}")
+    out = []
+    for side, v in zip(("lb", "ub"), lb_ub):
+        if v is None:
+            raise TypeError(f"{name}: {side} is None; give -inf / inf for an unbounded side")
+        a = as_real_array(v, f"{name} {side}", what="a number or a 1-D array of real numbers",
+                          copy=True)
+        if a.ndim > 1:
+            raise ValueError(f"{name}: {side} must be a number or a 1-D array, got shape {a.shape}")
+        if np.any(np.isnan(a)):
+            raise ValueError(f"{name}: {side} has NaN at index {int(np.flatnonzero(np.isnan(a.reshape(-1)))[0])}")
+        out.append(a)
+    lb, ub = out
+    try:
+        np.broadcast_shapes(lb.shape, ub.shape)
+    except ValueError:
+        raise ValueError(f"{name}: lb has shape {lb.shape} and ub {ub.shape}; they must have "
+                         "the same length (or one be a number)") from None
+    bad = np.flatnonzero(np.broadcast_to(lb > ub, np.broadcast_shapes(lb.shape, ub.shape)).reshape(-1))
+    if bad.size:
+        i = int(bad[0])
+        lo, hi = np.broadcast_arrays(lb, ub)
+        raise ValueError(f"{name} is empty: lb > ub at index {i} ({float(lo.reshape(-1)[i])!r} > "
+                         f"{float(hi.reshape(-1)[i])!r})")
+    if np.any(lb == math.inf) or np.any(ub == -math.inf):
+        raise ValueError(f"{name} is empty: an infinite bound on the wrong side (lb = +inf or "
+                         "ub = -inf)")
+    if finite and not (np.all(np.isfinite(lb)) and np.all(np.isfinite(ub))):
+        side = "lb" if not np.all(np.isfinite(lb)) else "ub"
+        raise ValueError(f"{name}: {side} has an infinite entry; this method needs a finite box")
+    return lb, ub
+
+
+def box_for_dim(box, d: int, name="bounds") -> tuple[np.ndarray, np.ndarray]:
+    """The box of :func:`check_box` as two read-only float64 arrays of length ``d``."""
+    out = []
+    for side, a in zip(("lb", "ub"), box):
+        if a.ndim == 1 and a.size not in (1, d):
+            raise ValueError(f"{name}: {side} has {a.size} entries but the problem has dim {d}")
+        v = np.array(np.broadcast_to(a, (d,)), dtype=np.float64)
+        v.setflags(write=False)
+        out.append(v)
+    return out[0], out[1]
 
 
 def check_dim(dim, name="dim") -> int | None:

@@ -652,7 +652,8 @@ class Certificate:
         corrected Fenchel dual point, :class:`L1DualCertifier`), ``"eps-subgradient"`` (the
         trust-region bundle's aggregate plane over its ``radius`` ball, a flat aggregate plane,
         or the oracle's ``lower_bound``), ``"zero-subgradient"`` (subBFGS / subLBFGS: an exactly
-        zero aggregate subgradient) or ``"none"``.
+        zero aggregate subgradient), ``"level-lp"`` (the level bundle's LP dual over its box)
+        or ``"none"``.
     a_bar, b_bar : ndarray, float
         The aggregated plane (cached from the run; :meth:`check` verifies it against the
         evidence).

@@ -142,6 +142,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="exponent of --reg lp, 1 < p < inf; default %(default)s")
     solve.add_argument("--method", choices=sorted(SOLVERS), default="bmrm",
                        help="solver; default %(default)s")
+    solve.add_argument("--bounds", nargs=2, type=float, default=None, metavar=("LB", "UB"),
+                       help="the box LB <= w_j <= UB on every weight, a constraint (required by "
+                            "--method level-bundle, which certifies over it; only that method "
+                            "takes it)")
     _add_solver_options(solve)
     solve.add_argument("--n-features", type=_positive_int, default=None, metavar="N",
                        help="number of features (default: the largest index in DATA)")
@@ -442,7 +446,10 @@ def _make_solver(args, method):
     from .solvers import SOLVERS
 
     try:
-        return SOLVERS[method](rtol=args.rtol, max_iter=args.max_iter, max_time=args.max_time)
+        box = getattr(args, "bounds", None)
+        options = {} if box is None else {"bounds": tuple(box)}
+        return SOLVERS[method](rtol=args.rtol, max_iter=args.max_iter, max_time=args.max_time,
+                               **options)
     except (TypeError, ValueError) as exc:
         raise UsageError(str(exc)) from None
 

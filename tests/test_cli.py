@@ -126,11 +126,22 @@ def test_solve_losses_and_regularizers(tiny, capsys, loss, reg):
 @pytest.mark.parametrize("method", sorted(nsopt.solvers.SOLVERS))
 def test_solve_every_registered_method(tiny, capsys, method):
     """--method accepts every name of nsopt.solvers.SOLVERS, and each certifies its answer."""
-    assert main(["solve", str(tiny[0]), "--lam", "1e-2", "--method", method, "--quiet"]) == 0
+    box = ["--bounds", "-100", "100"] if method == "level-bundle" else []  # it needs a box
+    assert main(["solve", str(tiny[0]), "--lam", "1e-2", "--method", method, "--quiet"] + box) == 0
     cert = certificate_values(capsys.readouterr().out)
     assert cert["status"] == "converged"
     assert float(cert["lower bound"]) <= float(cert["fun"])
     assert float(cert["relative gap"]) <= 1e-3
+
+
+def test_level_bundle_without_bounds_says_so(tiny, capsys):
+    code, err = error_of(["solve", str(tiny[0]), "--method", "level-bundle", "--quiet"], capsys)
+    assert code == 2 and "bounds" in err
+    code, err = error_of(["solve", str(tiny[0]), "--bounds", "1", "-1", "--method",
+                          "level-bundle", "--quiet"], capsys)
+    assert code == 2 and "lb > ub" in err
+    code, err = error_of(["solve", str(tiny[0]), "--bounds", "-1", "1", "--quiet"], capsys)
+    assert code == 2 and "bounds" in err  # bmrm takes no box
 
 
 def test_solve_n_features_pads(tiny, tmp_path, capsys):

@@ -52,6 +52,8 @@ SATISFIES = {
     "check_planes": ((tuple, list), [(np.ones((2, 3)), np.ones(3)),
                                      (np.array([[1.0, np.nan]]), np.zeros(1))]),
     "_time_share": ((tuple,), [("seconds", 0.5), ("time", 0.0), ("time", 1.5), ("time",)]),
+    "_finite_box": ((tuple, list), [(1.0, 0.0), (0.0, math.inf), (math.nan, 1.0),
+                                    ([0.0, 0.0], [1.0, 1.0, 1.0])]),
 }
 
 KIND_POOL = ["no", "yes", "1", "auto", 1, 0, 1.0, 2.5, True, False, np.bool_(False), 1j, None,

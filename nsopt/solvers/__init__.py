@@ -11,6 +11,8 @@ from .kbundle import KBundle
 from .proximal_bundle import ProxBMRM, ProximalBundle, TrustRegionBundle
 from .subbfgs import SubBFGS, SubLBFGS
 from .excessive_gap import ExcessiveGap
+from .level_bundle import LevelBundle
 
 __all__ = ["SOLVERS", "Solver", "Option", "ProblemNotSupported", "BMRM", "LSBMRM", "KBundle", "ProximalBundle", "ProxBMRM",
-           "TrustRegionBundle", "SubBFGS", "SubLBFGS", "ExcessiveGap", "methods_supporting"]
+           "TrustRegionBundle", "SubBFGS", "SubLBFGS", "ExcessiveGap", "LevelBundle",
+           "methods_supporting"]

@@ -167,6 +167,12 @@ RUNS = {
     "sublbfgs-zero": ("piecewise-1d", "sublbfgs", {"x0": np.array([0.5])}, "zero-subgradient", "converged"),
     "trust-region-1d-floor": ("piecewise-1d", "proximal-bundle", {"x0": np.array([3.0])},
                               "lower-bound", None),
+    # the level bundle's LP over a box holding the minimiser (so its bound is one on f*)
+    "level-bundle-box": ("l1", "level-bundle", {"bounds": (-10.0, 10.0)}, "level-lp", "converged"),
+    "level-bundle-ridge": ("max-affine-ridge", "level-bundle", {"bounds": (-10.0, 10.0)},
+                           "level-lp", "converged"),
+    "level-bundle-flat": ("symmetric-max-affine", "level-bundle", {"bounds": (-10.0, 10.0)},
+                          "level-lp", "converged"),
 }
 
 
@@ -193,6 +199,13 @@ def test_bare_oracle_certificate_checks_and_brackets_the_optimum(key):
     assert bound >= res.lower_bound - RTOL * max(1.0, abs(res.lower_bound), abs(res.fun))
     assert bound <= fs + tol(fs) and res.fun >= fs - tol(fs)
     assert res.certificate.fingerprint is None
+    if res.certificate.evidence.lb is not None:      # a box: a constraint, the caller's own
+        box = RUNS[key][2]["bounds"]
+        assert res.certificate.check(f, bounds=box) == bound
+        assert bound <= minimum(name, box=(tuple(np.full(f.dim, box[0])),
+                                           tuple(np.full(f.dim, box[1]))))[0] + tol(fs)
+        with pytest.raises(CertificateError, match="does not contain"):
+            res.certificate.check(f, bounds=(2 * box[0], 2 * box[1]))
     if res.certificate.evidence.radius is not None:  # the caller pins the ball it knows
         assert res.certificate.check(f, radius=radius_of(name)) == bound
         with pytest.raises(CertificateError, match="does not contain"):
@@ -237,9 +250,10 @@ def test_check_calls_the_oracle_once_per_point(key):
 
 
 # --- moved, forged, pinned ---------------------------------------------------------------------
+@pytest.mark.parametrize("key", ["trust-region-radius", "level-bundle-box"])
 @pytest.mark.parametrize("other", ["l1-other-b", "l1-other-A"])
-def test_certificate_moved_to_another_oracle_is_rejected(other):
-    cert = run("trust-region-radius").certificate
+def test_certificate_moved_to_another_oracle_is_rejected(other, key):
+    cert = run(key).certificate
     with pytest.raises(CertificateError):
         cert.check(case(other).oracle)
 

@@ -1,0 +1,322 @@
+r"""The level bundle method of Lemaréchal, Nemirovskii and Nesterov, for any convex oracle on a box.
+
+Every iteration minimises the cutting-plane model over the box (an LP: its value is a proven
+lower bound, its multipliers the evidence), sets a level between that bound and the best value,
+and projects the last query point onto the part of the box where the model is below the level
+(a QP). The box ``bounds=(lb, ub)`` is a constraint: every query point, and the returned ``x``,
+lie in it, and the certificate bounds the minimum of ``f`` over it.
+"""
+from __future__ import annotations
+
+import math
+import time
+from numbers import Integral, Real
+from typing import NamedTuple
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import linprog
+
+from ..bundle import PlaneBundle
+from ..certificate import OraclePlanes
+from ..oracle import OracleNumericalError, freeze
+from .._validation import Interval, NoneOr, Option, Satisfies, box_for_dim, check_box
+from ._base import ProblemNotSupported, Solver
+from ._registry import register
+
+__all__ = ["LevelBundle"]
+
+
+def _finite_box(value):
+    return check_box(value, "bounds", finite=True)
+
+
+_LP_OPTIONS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
+
+
+def _box_min(a, lb, ub) -> float:
+    r""":math:`\min_{lb \le y \le ub}\langle a, y\rangle` (finite box)."""
+    return float(np.minimum(a * lb, a * ub).sum())
+
+
+class _ModelMinimum(NamedTuple):
+    """The model's minimum over the box: the LP's point, the bound its multipliers prove (with
+    the plane and the evidence), and the multipliers (one per plane of the bundle)."""
+
+    point: np.ndarray
+    bound: float
+    alpha: np.ndarray
+    a_bar: np.ndarray
+    b_bar: float
+
+
+@register
+class LevelBundle(Solver):
+    r"""Level bundle method ([LNN95]_) for any convex :class:`~nsopt.Oracle` on a finite box.
+
+    With the planes :math:`f(x_i) + \langle g_i, x - x_i\rangle` of the points evaluated so far,
+    the model :math:`\check f_k(x) = \max_i \langle g_i, x\rangle + b_i` (and the oracle's own
+    ``lower_bound`` :math:`\ell` as the plane of slope 0, when finite) and the box
+    :math:`Q = \{lb \le x \le ub\}`, iteration :math:`k` ([LNN95]_ Sec. 2, the level method):
+
+    .. math::
+
+        f^{up}_k = \min_{i \le k} f(x_i), \qquad
+        f^{low}_k = \min_{x \in Q} \check f_k(x), \qquad
+        l_k = f^{low}_k + \lambda\,(f^{up}_k - f^{low}_k),
+
+        x_{k+1} = \operatorname{proj}_{\{x \in Q:\ \check f_k(x) \le l_k\}}(x_k).
+
+    :math:`f^{low}_k` is the LP :math:`\min t` s.t. :math:`\langle g_i, x\rangle + b_i \le t`,
+    :math:`x \in Q` (HiGHS through :func:`scipy.optimize.linprog`); the projection is a QP
+    (OSQP, polished). The gap :math:`f^{up}_k - f^{low}_k` shrinks to any :math:`\epsilon` within
+    :math:`O((L D / \epsilon)^2)` iterations, :math:`L` the Lipschitz constant of :math:`f` on
+    :math:`Q` and :math:`D` its diameter ([LNN95]_ Thm. 2.1), a bound independent of the
+    dimension; in practice far fewer.
+
+    Parameters
+    ----------
+    bounds : pair (lb, ub) or scipy.optimize.Bounds, required
+        The box :math:`Q`, scipy's convention: ``lb`` and ``ub`` numbers or arrays of length
+        ``dim``; every entry finite (the LP needs a bounded set) with ``lb <= ub``. Wrong
+        shapes, NaN, ``lb > ub`` or an infinite side raise ``ValueError`` naming ``bounds``.
+    level_fraction : float in (0, 1), default 0.29
+        :math:`\lambda`; [LNN95]_ recommend :math:`1 - 1/\sqrt 2 \approx 0.29`.
+    max_planes : int >= 3 or None, default 200
+        Planes kept in the model. When the bundle is full, planes inactive in the last LP
+        and QP go first (the longest inactive first), then planes active only in the QP;
+        planes with a positive LP multiplier (the evidence of the current bound, at most
+        ``dim + 1`` of them at a vertex) are never dropped, so the bundle can hold up to
+        ``max(max_planes, dim + 2)`` planes. None: keep every plane (the paper's method).
+
+    Notes
+    -----
+    Notation: :math:`g_i, b_i` slope and offset of plane :math:`i`, :math:`\alpha_i` its LP
+    multiplier, :math:`\alpha_0` the floor's; ``fun_up``, ``lower_bound`` and ``level`` are
+    :math:`f^{up}_k, f^{low}_k, l_k`.
+
+    Certificate (source ``"level-lp"``): the LP's dual multipliers :math:`\alpha \ge 0` on the
+    plane constraints (and :math:`\alpha_0` on the floor), clipped at 0 and renormalised to sum
+    exactly 1, give the plane :math:`f(y) \ge \bar b + \langle\bar a, y\rangle` with
+    :math:`\bar a = \sum_i \alpha_i g_i`, :math:`\bar b = \sum_i \alpha_i b_i + \alpha_0 \ell`,
+    hence
+
+    .. math:: \min_Q f \ \ge\ \bar b + \sum_j \min(\bar a_j\,lb_j,\ \bar a_j\,ub_j),
+
+    valid for *any* multipliers on the simplex, so the LP's inaccuracy costs tightness, never
+    validity. The reported bound is this value computed from the repaired multipliers (not
+    the LP's objective), with an :class:`~nsopt.certificate.OraclePlanes` evidence (query
+    points, multipliers, floor, the box): :meth:`~nsopt.certificate.Certificate.check` with
+    ``bounds=(lb, ub)`` rebuilds the planes through the oracle (one call per point with a
+    positive multiplier, at most ``dim + 1``) and recomputes the bound. It bounds the minimum
+    over the box, which is :math:`f^*` when a minimiser lies in the box. On a
+    :class:`~nsopt.RegularizedRisk` the loop's plane certifier runs as well (a bound over the
+    whole space, also valid over the box); the better one is reported.
+
+    Start: ``x0`` (zeros by default, the regularizer's minimiser on a RegularizedRisk) outside
+    the box is projected onto it (clipped coordinate-wise) before the first evaluation.
+
+    Degenerate cases: when :math:`f^{up}_k - f^{low}_k \le 0` (a gap closed up to rounding)
+    the loop stops with status ``converged``. A projection OSQP cannot solve (not solved, and
+    its last iterate's model value not within half the distance from the level to
+    :math:`f^{up}_k`) is replaced by the LP's point, which lies in the level set (a Kelley
+    step: progress, not validity, is at stake); ``Result.info["n_qp_fallbacks"]`` counts them.
+    A query point is always clipped onto the box (OSQP's and HiGHS's answers are feasible
+    only to their tolerances). An LP
+    that HiGHS cannot solve ends the run with status ``numerical_error``
+    (``Result.info["numerical_error"]`` says why) and the bound proven so far.
+
+    Cost per iteration: one oracle call, an LP with ``n_planes`` rows and ``dim + 1`` columns,
+    a QP with ``dim`` variables and ``n_planes + dim`` rows (dense in the slopes).
+
+    ``Result.info``: ``n_planes``, ``level`` (the last :math:`l_k`), ``n_qp_fallbacks``.
+
+    References
+    ----------
+    .. [LNN95] C. Lemaréchal, A. Nemirovskii, Y. Nesterov. New variants of bundle methods.
+       Math. Programming 69:111-147, 1995. Sec. 2 (the level method), Thm. 2.1.
+
+    Examples
+    --------
+    >>> import numpy as np, nsopt
+    >>> A = np.array([[1.0, 2.0], [3.0, -1.0], [-1.0, 1.0]]); b = np.array([1.0, 0.0, 2.0])
+    >>> f = nsopt.FunctionOracle(lambda x: np.abs(A @ x - b).sum(),
+    ...                          lambda x: A.T @ np.sign(A @ x - b), dim=2)
+    >>> res = nsopt.minimize(f, method="level-bundle", bounds=(-5, 5), rtol=1e-8)
+    >>> res.status.value, bool(res.gap <= 1e-8 * res.fun)
+    ('converged', True)
+    >>> bool(res.certificate.check(f, bounds=(-5, 5)) >= res.lower_bound - 1e-9)
+    True
+    """
+
+    name = "level-bundle"
+    requires = ()
+    certificate_source = "level-lp"
+    history_fields = ("n_planes", "level")
+    options = {
+        "bounds": Option(None, NoneOr(Satisfies(
+            _finite_box, "a pair (lb, ub) of finite numbers or arrays with lb <= ub, or a "
+                         "scipy.optimize.Bounds")),
+            doc="the box lb <= x <= ub (required, finite): a constraint"),
+        "level_fraction": Option(0.29, Interval(Real, 0, 1, closed="neither"),
+                                 doc="lambda: the level's place between the bounds"),
+        "max_planes": Option(200, NoneOr(Interval(Integral, 3, None, closed="left")),
+                             doc="planes kept (never those of the current evidence)"),
+    }
+
+    class State(NamedTuple):
+        x: np.ndarray              # x_k, the last query point (the projection's centre)
+        fun_up: float              # f_up: the best value seen
+        lower_bound: float         # f_low: the best bound proven (max over iterations)
+        evidence: object           # its proof (OraclePlanes over the box)
+        level: float               # l_k
+        x_next: np.ndarray         # x_k+1: the projection (the LP's point on a QP fallback)
+        alpha: np.ndarray          # LP multipliers of the planes (repaired), for dropping
+        active: np.ndarray         # planes active in the LP or the last QP
+        bundle: PlaneBundle
+        lb: np.ndarray
+        ub: np.ndarray
+        n_planes: int
+        n_qp_fallbacks: int
+
+    def check_problem(self, problem):
+        """Any oracle, but only with a box: without ``bounds`` the run cannot start
+        (:class:`~nsopt.solvers.ProblemNotSupported`, naming the option); a box of the wrong
+        length is a ``ValueError`` naming ``bounds``."""
+        super().check_problem(problem)
+        if self.bounds is None:
+            raise ProblemNotSupported(
+                "method 'level-bundle' needs a finite box: pass bounds=(lb, ub) (numbers or "
+                "arrays of length dim, lb <= ub), e.g. bounds=(-10, 10); its lower bound is the "
+                "minimum of the cutting-plane model over that box, and the box constrains x")
+        box_for_dim(self.bounds, problem.dim)
+
+    def _box(self, problem):
+        return box_for_dim(self.bounds, problem.dim)
+
+    # --- the two subproblems --------------------------------------------------------------
+    def _model_minimum(self, problem, bundle, lb, ub) -> _ModelMinimum:
+        """The LP :math:`\\min t` s.t. :math:`A x - t \\le -b`, :math:`x \\in Q`, and the bound
+        its multipliers prove (made exactly feasible first)."""
+        n, d = bundle.n, bundle.dim
+        rows = bundle.rows()
+        if sp.issparse(rows):
+            A_ub = sp.hstack([rows, sp.csr_matrix(-np.ones((n, 1)))], format="csr")
+        else:
+            A_ub = np.hstack([rows, -np.ones((n, 1))])
+        c = np.zeros(d + 1)
+        c[-1] = 1.0
+        box = np.column_stack([np.append(lb, -np.inf), np.append(ub, np.inf)])
+        options = dict(_LP_OPTIONS)
+        if problem.deadline is not None:
+            options["time_limit"] = max(problem.deadline - time.perf_counter(), 1e-3)
+        res = linprog(c, A_ub=A_ub, b_ub=-bundle.b, bounds=box, method="highs", options=options)
+        if res.status != 0 or res.x is None or res.ineqlin is None or res.ineqlin.marginals is None:
+            raise OracleNumericalError(
+                f"level-bundle: HiGHS could not solve the master LP (the minimum of the "
+                f"cutting-plane model over the box): linprog status {res.status}, {res.message}",
+                None, "the master LP")
+        point = np.clip(np.asarray(res.x[:d], dtype=np.float64), lb, ub)
+        alpha = bundle.feasible(-np.asarray(res.ineqlin.marginals, dtype=np.float64))
+        a_bar, b_bar = bundle.combine(alpha)
+        return _ModelMinimum(point, b_bar + _box_min(a_bar, lb, ub), alpha, a_bar, b_bar)
+
+    def _project(self, bundle, centre, level, slack, lb, ub):
+        """:math:`\\arg\\min \\|x - c\\|^2` s.t. :math:`A x + b \\le l`, :math:`x \\in Q` (OSQP);
+        ``(x, multipliers of the planes)``, or ``(None, None)`` when OSQP neither solved it nor
+        stopped at a point whose model value is within ``slack`` of the level."""
+        import osqp  # a dependency, loaded on first use only
+
+        d = bundle.dim
+        rows = bundle.rows()
+        A = sp.vstack([sp.csc_matrix(rows), sp.identity(d, format="csc")], format="csc")
+        lo = np.concatenate([np.full(bundle.n, -np.inf), lb])
+        hi = np.concatenate([level - bundle.b, ub])
+        solver = osqp.OSQP()
+        scale = max(1.0, float(np.max(np.abs(centre), initial=0.0)))
+        solver.setup(sp.identity(d, format="csc"), -centre, A, lo, hi, verbose=False,
+                     eps_abs=1e-10 * scale, eps_rel=1e-10, eps_prim_inf=1e-15,
+                     eps_dual_inf=1e-15, max_iter=5000, polishing=True)
+        res = solver.solve(raise_error=False)
+        x = res.x
+        if x is None or not np.all(np.isfinite(x)):
+            return None, None
+        x = np.clip(np.asarray(x, dtype=np.float64), lb, ub)
+        status = str(getattr(res.info, "status", "")).lower()
+        # an unsolved QP's iterate serves when it is well inside the level set's neighbourhood
+        # (the step is then only less exact); otherwise the caller takes the LP's point
+        if not status.startswith("solved") and not bundle.model(x) <= level + slack:
+            return None, None
+        return x, np.asarray(res.y[: bundle.n])
+
+    def _certify(self, problem, bundle, m, lb, ub):
+        """The :class:`~nsopt.certificate.OraclePlanes` evidence of the LP bound ``m``."""
+        q = bundle.evidence(m.alpha)
+        if q is None:  # pragma: no cover - every plane of this bundle carries its evidence
+            return None
+        return OraclePlanes(q.points, q.weights[:, 0], floor=float(q.floor[0]),
+                            floor_value=problem.lower_bound, lb=lb, ub=ub, plane=(m.a_bar, m.b_bar))
+
+    def _iterate(self, problem, bundle, x, fun_up, lower, evidence, lb, ub, fallbacks):
+        """Bound, level and next point for the current bundle (the state after an evaluation)."""
+        m = self._model_minimum(problem, bundle, lb, ub)
+        if m.bound > lower:
+            ev = self._certify(problem, bundle, m, lb, ub)
+            if ev is not None:
+                lower, evidence = m.bound, ev
+        active = m.alpha > 0
+        low = max(lower, m.bound)
+        level = low + self.level_fraction * (fun_up - low)                   # [LNN95, Sec. 2]
+        if fun_up - low > 0:
+            nxt, mult = self._project(bundle, x, level, 0.5 * (fun_up - level), lb, ub)
+            if nxt is None:
+                nxt, fallbacks = m.point, fallbacks + 1
+            else:
+                active = active | (np.abs(mult) > 0)
+        else:                       # closed up to rounding: the loop stops on this state
+            nxt = m.point
+        bundle.update_ages(active.astype(np.float64))
+        return self.State(x=x, fun_up=fun_up, lower_bound=lower, evidence=evidence, level=level,
+                          x_next=freeze(nxt), alpha=m.alpha, active=active, bundle=bundle,
+                          lb=lb, ub=ub, n_planes=bundle.n, n_qp_fallbacks=fallbacks)
+
+    # --- init and step -----------------------------------------------------------------------
+    def init(self, problem, x0):
+        lb, ub = self._box(problem)
+        x0 = freeze(np.clip(x0, lb, ub))            # a start outside the box is projected
+        bundle = PlaneBundle(problem.dim, evidence="points")
+        if math.isfinite(problem.lower_bound):
+            bundle.add_floor(problem.lower_bound)   # the oracle's floor: a plane of slope 0
+        ev = problem.evaluate(x0)
+        bundle.add_at(ev.w, ev.fun, ev.subgradient)
+        return self._iterate(problem, bundle, ev.w, float(ev.fun), -math.inf, None, lb, ub, 0)
+
+    def step(self, problem, s):
+        if not s.fun_up - s.lower_bound > 0:
+            return s
+        bundle = s.bundle
+        if self.max_planes is not None and bundle.n >= self.max_planes:
+            self._make_room(bundle, s.alpha, s.active)
+        ev = problem.evaluate(s.x_next)
+        bundle.add_at(ev.w, ev.fun, ev.subgradient)
+        return self._iterate(problem, bundle, ev.w, min(s.fun_up, float(ev.fun)), s.lower_bound,
+                             s.evidence, s.lb, s.ub, s.n_qp_fallbacks)
+
+    def _make_room(self, bundle, alpha, active):
+        """Drop planes until one more fits: inactive ones first (longest idle first), then
+        those active in the QP only; never the fixed floor or a plane with a positive LP
+        multiplier (the current evidence)."""
+        n, excess = bundle.n, bundle.n - self.max_planes + 1
+        protected = np.zeros(n, dtype=bool)
+        protected[: bundle.n_fixed] = True
+        protected |= alpha[:n] > 0
+        protected[n - 1] = True                     # the newest plane
+        age = bundle.age
+        order = sorted((i for i in range(n) if not protected[i]),
+                       key=lambda i: (bool(active[i]), -int(age[i]), i))
+        mask = np.zeros(n, dtype=bool)
+        mask[order[:excess]] = True
+        bundle.drop(mask)
+
+    def info(self, s):
+        return {"n_planes": s.n_planes, "level": s.level, "n_qp_fallbacks": s.n_qp_fallbacks}

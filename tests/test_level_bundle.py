@@ -1,0 +1,330 @@
+"""The level bundle method (``method="level-bundle"``, [LNN95]): any convex oracle on a box.
+
+Reference optima are the box-constrained minima from cvxpy + Clarabel (never HiGHS, which the
+solver itself uses for its LP). The rule tested throughout: every query point and ``x`` lie in
+the box, ``lower_bound <= f* <= fun`` (f* over the box), ``gap <= rtol |fun|`` at success, and
+the certificate checks with ``bounds=(lb, ub)``."""
+from __future__ import annotations
+
+import math
+from typing import Callable, NamedTuple
+
+import numpy as np
+import pytest
+import scipy.optimize
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import nsopt
+from nsopt.certificate import CertificateError, OraclePlanes
+from nsopt.solvers import LevelBundle, ProblemNotSupported
+
+
+class Case(NamedTuple):
+    oracle: nsopt.FunctionOracle
+    expr: Callable          # cvxpy variable -> expression of f
+    lb: np.ndarray
+    ub: np.ndarray
+
+
+def _box(rng, d, width=1.0):
+    """A box that cuts through the unconstrained minimiser's region (not a formality)."""
+    lb = -rng.uniform(0.1, width, d)
+    ub = rng.uniform(0.1, width, d)
+    return lb, ub
+
+
+def l1_case(seed, n=30, d=6):
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((n, d))
+    b = 2.0 * rng.standard_normal(n)
+
+    def vs(x):
+        r = A @ x - b
+        return float(np.abs(r).sum()), A.T @ np.sign(r)
+
+    import cvxpy as cp
+    return Case(nsopt.FunctionOracle(value_and_subgradient=vs, dim=d, lower_bound=0.0),
+                lambda x: cp.norm1(A @ x - b), *_box(rng, d))
+
+
+def max_affine_ridge_case(seed, n=25, d=5, mu=1e-2):
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((n, d))
+    b = rng.standard_normal(n)
+
+    def vs(x):
+        v = A @ x + b
+        i = int(np.argmax(v))
+        return float(v[i] + 0.5 * mu * (x @ x)), A[i] + mu * x
+
+    import cvxpy as cp
+    return Case(nsopt.FunctionOracle(value_and_subgradient=vs, dim=d),
+                lambda x: cp.max(A @ x + b) + 0.5 * mu * cp.sum_squares(x), *_box(rng, d, 2.0))
+
+
+def chebyshev_case(seed, m=40, degree=4):
+    """Minimax polynomial fit of a kinked function on [-1, 1]: max_j |V c - y|_j."""
+    rng = np.random.default_rng(seed)
+    t = np.linspace(-1.0, 1.0, m)
+    y = np.abs(t - rng.uniform(-0.5, 0.5)) + 0.1 * np.sin(5 * t)
+    V = np.vander(t, degree + 1, increasing=True)
+
+    def vs(c):
+        r = V @ c - y
+        j = int(np.argmax(np.abs(r)))
+        return float(abs(r[j])), np.sign(r[j]) * V[j]
+
+    import cvxpy as cp
+    d = degree + 1
+    return Case(nsopt.FunctionOracle(value_and_subgradient=vs, dim=d, lower_bound=0.0),
+                lambda c: cp.norm_inf(V @ c - y), np.full(d, -2.0), np.full(d, 2.0))
+
+
+def hinge_case(seed, m=60, d=5, lam=1e-2):
+    """An L2 hinge risk as a bare FunctionOracle (no RegularizedRisk: no plane certifier)."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((m, d))
+    y = np.where(X @ rng.standard_normal(d) + 0.5 * rng.standard_normal(m) >= 0, 1.0, -1.0)
+
+    def vs(w):
+        z = 1.0 - y * (X @ w)
+        active = z > 0
+        g = -(X[active].T @ y[active]) / m + lam * w
+        return float(np.maximum(z, 0).sum() / m + 0.5 * lam * (w @ w)), g
+
+    import cvxpy as cp
+    return Case(nsopt.FunctionOracle(value_and_subgradient=vs, dim=d),
+                lambda w: cp.sum(cp.pos(1 - cp.multiply(y, X @ w))) / m + 0.5 * lam * cp.sum_squares(w),
+                *_box(rng, d, 0.5))
+
+
+CASES = {"l1": l1_case, "max-affine-ridge": max_affine_ridge_case,
+         "chebyshev": chebyshev_case, "hinge": hinge_case}
+
+
+def f_star(case: Case) -> float:
+    import cvxpy as cp
+
+    x = cp.Variable(case.lb.size)
+    prob = cp.Problem(cp.Minimize(case.expr(x)), [x >= case.lb, x <= case.ub])
+    prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+    assert prob.status == "optimal", prob.status
+    return float(prob.value)
+
+
+def tol(f):
+    return 1e-7 * (1 + abs(f))  # Clarabel's accuracy
+
+
+class Recorder(nsopt.Oracle):
+    """Wraps an oracle and keeps every point it is asked about."""
+
+    def __init__(self, f):
+        self.f, self.dim, self.lower_bound, self.points = f, f.dim, f.lower_bound, []
+
+    def _value_and_subgradient(self, x):
+        self.points.append(np.array(x, copy=True))
+        return self.f.value_and_subgradient(x)
+
+
+def solve_and_check(case: Case, rtol=1e-6, **options):
+    rec = Recorder(case.oracle)
+    res = nsopt.minimize(rec, method="level-bundle", bounds=(case.lb, case.ub), rtol=rtol,
+                         max_iter=3000, **options)
+    fs = f_star(case)
+    assert res.success, res.message
+    assert res.lower_bound - tol(fs) <= fs <= res.fun + tol(fs)
+    assert res.gap <= rtol * abs(res.fun) + 1e-15
+    assert res.fun == pytest.approx(case.oracle.value(res.x), rel=1e-12)
+    points = np.array(rec.points)
+    assert np.all(points >= case.lb) and np.all(points <= case.ub)      # bounds are a constraint
+    assert np.all(res.x >= case.lb) and np.all(res.x <= case.ub)
+    bound = res.certificate.check(case.oracle, bounds=(case.lb, case.ub))
+    assert bound >= res.lower_bound - 1e-9 * (1 + abs(res.lower_bound))
+    assert bound <= fs + tol(fs)
+    return res
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+@settings(max_examples=3, deadline=None)
+@given(seed=st.integers(0, 2 ** 16))
+def test_certificate_brackets_box_optimum(name, seed):
+    solve_and_check(CASES[name](seed))
+
+
+@pytest.mark.parametrize("name", ["l1", "chebyshev"])
+def test_reaches_rtol_1e8_without_stalling(name):
+    res = solve_and_check(CASES[name](7), rtol=1e-8)
+    assert res.nit < 500
+    assert res.certificate.source in ("level-lp", "lower-bound")
+
+
+def test_evidence_is_oracle_planes_over_the_box():
+    case = l1_case(3)
+    res = nsopt.minimize(case.oracle, method="level-bundle", bounds=(case.lb, case.ub), rtol=1e-6)
+    ev = res.certificate.evidence
+    assert res.certificate.source == "level-lp" and isinstance(ev, OraclePlanes)
+    np.testing.assert_array_equal(ev.lb, case.lb)
+    np.testing.assert_array_equal(ev.ub, case.ub)
+    assert len(ev.points) <= case.lb.size + 1           # a vertex of the LP: at most d + 1
+    assert math.fsum(list(ev.weights) + [ev.floor]) == pytest.approx(1.0, abs=1e-12)
+    # the bound holds over the box only: a larger stated box is refused
+    with pytest.raises(CertificateError, match="box"):
+        res.certificate.check(case.oracle, bounds=(case.lb - 1.0, case.ub + 1.0))
+
+
+def test_scipy_bounds_and_scalar_bounds():
+    case = chebyshev_case(1)
+    a = nsopt.minimize(case.oracle, method="level-bundle", bounds=scipy.optimize.Bounds(-2.0, 2.0),
+                       rtol=1e-6)
+    b = nsopt.minimize(case.oracle, method="level-bundle", bounds=(-2, 2), rtol=1e-6)
+    c = nsopt.minimize(case.oracle, method="level-bundle", bounds=(case.lb, case.ub), rtol=1e-6)
+    assert a.success and b.success and c.success
+    np.testing.assert_array_equal(a.x, b.x)
+    np.testing.assert_array_equal(b.x, c.x)
+
+
+def test_x0_outside_the_box_is_projected():
+    case = l1_case(4)
+    x0 = np.full(case.lb.size, 5.0)
+    keep = x0.copy()
+    rec = Recorder(case.oracle)
+    res = nsopt.minimize(rec, method="level-bundle", x0=x0, bounds=(case.lb, case.ub), rtol=1e-6)
+    np.testing.assert_array_equal(x0, keep)
+    np.testing.assert_array_equal(rec.points[0], np.clip(x0, case.lb, case.ub))
+    assert res.success and np.all(res.x <= case.ub) and np.all(res.x >= case.lb)
+    r0 = nsopt.minimize(case.oracle, method="level-bundle", x0=x0, bounds=(case.lb, case.ub),
+                        max_iter=0)
+    np.testing.assert_array_equal(r0.x, np.clip(x0, case.lb, case.ub))
+
+
+def test_degenerate_box_and_floor():
+    """A box that is a point: the first LP proves f(x0) (gap 0 after one evaluation)."""
+    case = l1_case(5)
+    p = np.linspace(-0.2, 0.3, case.lb.size)
+    res = nsopt.minimize(case.oracle, method="level-bundle", bounds=(p, p), rtol=1e-9)
+    assert res.success and res.nit == 0
+    np.testing.assert_array_equal(res.x, p)
+    assert res.certificate.check(case.oracle, bounds=(p, p)) <= res.fun
+
+
+def test_max_planes_bounds_the_bundle():
+    case = hinge_case(2)
+    d, cap = case.lb.size, 10
+    seen = []
+    res = nsopt.minimize(case.oracle, method="level-bundle", bounds=(case.lb, case.ub),
+                         rtol=1e-6, max_planes=cap, max_iter=3000,
+                         callback=lambda s: seen.append(s.n_planes))
+    assert res.success
+    assert max(seen) <= max(cap, d + 2)
+    assert f_star(case) >= res.lower_bound - tol(res.fun)
+
+
+# ------------------------------------------------------------------------- degenerate solves
+def test_lp_failure_is_a_status_not_a_crash(monkeypatch):
+    import nsopt.solvers.level_bundle as level
+
+    case = l1_case(6)
+    calls = [0]
+    real = level.linprog
+
+    def failing(*args, **kwargs):
+        calls[0] += 1
+        if calls[0] >= 4:
+            return scipy.optimize.OptimizeResult(status=4, message="numerical difficulties",
+                                                 x=None, ineqlin=None)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(level, "linprog", failing)
+    res = nsopt.minimize(case.oracle, method="level-bundle", bounds=(case.lb, case.ub), rtol=1e-9)
+    assert res.status is nsopt.Status.NUMERICAL_ERROR and not res.success
+    assert "LP" in res.info["numerical_error"]["message"]
+    assert res.lower_bound <= f_star(case) + tol(res.fun)
+    assert res.certificate.check(case.oracle, bounds=(case.lb, case.ub)) >= res.lower_bound - 1e-9
+
+
+def test_qp_failure_falls_back_to_the_lp_point(monkeypatch):
+    case = chebyshev_case(2)
+    monkeypatch.setattr(LevelBundle, "_project", lambda self, *a: (None, None))
+    res = nsopt.minimize(case.oracle, method="level-bundle", bounds=(case.lb, case.ub), rtol=1e-6,
+                         max_iter=3000)
+    assert res.success and res.info["n_qp_fallbacks"] >= res.nit  # every projection (init too)
+    assert res.lower_bound - tol(res.fun) <= f_star(case) <= res.fun + tol(res.fun)
+
+
+# ----------------------------------------------------------------------------- input errors
+def _f(d=3):
+    return nsopt.FunctionOracle(lambda x: float(np.abs(x - 0.5).sum()), lambda x: np.sign(x - 0.5),
+                                dim=d)
+
+
+def test_bounds_are_required():
+    with pytest.raises(ProblemNotSupported, match=r"bounds=\(lb, ub\)"):
+        nsopt.minimize(_f(), method="level-bundle")
+
+
+@pytest.mark.parametrize("bounds,kind,match", [
+    ((1.0, 0.0), ValueError, r"lb > ub at index 0 \(1.0 > 0.0\)"),
+    (([0, 0, 2], [1, 1, 1]), ValueError, "lb > ub at index 2"),
+    ((np.nan, 1.0), ValueError, "lb has NaN"),
+    ((0.0, [1.0, np.nan, 1.0]), ValueError, "ub has NaN at index 1"),
+    ((-np.inf, 1.0), ValueError, "lb has an infinite entry"),
+    ((0.0, np.inf), ValueError, "ub has an infinite entry"),
+    (([0, 0], [1, 1, 1]), ValueError, "same length"),
+    ((np.zeros((2, 2)), 1.0), ValueError, "1-D"),
+    ((0.0, 1.0, 2.0), TypeError, "pair"),
+    ([(0, 1), (0, 1), (0, 1)], TypeError, "pair"),
+    (("a", 1.0), TypeError, "bounds lb"),
+    (5.0, TypeError, "pair"),
+])
+def test_bad_bounds_name_the_argument_and_value(bounds, kind, match):
+    with pytest.raises(kind, match=match) as exc:
+        LevelBundle(bounds=bounds)
+    assert "option bounds=" in str(exc.value)
+
+
+def test_bounds_of_the_wrong_length_for_the_problem():
+    with pytest.raises(ValueError, match="bounds: lb has 2 entries but the problem has dim 3"):
+        nsopt.minimize(_f(3), method="level-bundle", bounds=([0, 0], [1, 1]))
+
+
+@pytest.mark.parametrize("option,value", [("level_fraction", 0.0), ("level_fraction", 1.0),
+                                          ("max_planes", 2)])
+def test_option_ranges(option, value):
+    with pytest.raises(ValueError, match=option):
+        LevelBundle(bounds=(0, 1), **{option: value})
+
+
+def test_regularized_risk_as_an_oracle():
+    """A RegularizedRisk is an oracle too; a box around its minimiser gives the risk's f*."""
+    from cvxref import cvxpy_optimum, small_binary
+
+    X, y = small_binary(60, 4, seed=11)
+    J = nsopt.RegularizedRisk(nsopt.losses.Hinge(X, y), nsopt.regularizers.L2(), 1e-2)
+    res = nsopt.minimize(J, method="level-bundle", bounds=(-20, 20), rtol=1e-7)
+    fs = cvxpy_optimum(X, y, "hinge", nsopt.regularizers.L2(), 1e-2)
+    assert res.success and res.lower_bound - tol(fs) <= fs <= res.fun + tol(fs)
+    assert res.certificate.check(J, bounds=(-20, 20)) >= res.lower_bound - 1e-9
+
+
+def test_list_storage_of_the_bundle_gives_the_same_run(monkeypatch):
+    """At large d the bundle keeps its slopes as a list of rows (sparse LP and QP matrices)."""
+    import functools
+
+    import nsopt.solvers.level_bundle as level
+
+    case = hinge_case(4)
+    a = nsopt.minimize(case.oracle, method="level-bundle", bounds=(case.lb, case.ub), rtol=1e-6)
+    monkeypatch.setattr(level, "PlaneBundle", functools.partial(level.PlaneBundle, dense_limit=0))
+    b = nsopt.minimize(case.oracle, method="level-bundle", bounds=(case.lb, case.ub), rtol=1e-6)
+    assert a.success and b.success
+    assert b.fun == pytest.approx(a.fun, rel=1e-9) and b.nit == pytest.approx(a.nit, abs=2)
+    assert b.certificate.check(case.oracle, bounds=(case.lb, case.ub)) >= b.lower_bound - 1e-9
+
+
+def test_sum_of_oracles():
+    """A composed oracle (``f + g``, with the floor of both) is solved like any other."""
+    f, g = l1_case(8, d=5), max_affine_ridge_case(9, d=5)
+    both = Case(f.oracle + g.oracle, lambda x: f.expr(x) + g.expr(x), f.lb, f.ub)
+    solve_and_check(both, rtol=1e-7)
