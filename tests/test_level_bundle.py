@@ -328,3 +328,21 @@ def test_sum_of_oracles():
     f, g = l1_case(8, d=5), max_affine_ridge_case(9, d=5)
     both = Case(f.oracle + g.oracle, lambda x: f.expr(x) + g.expr(x), f.lb, f.ub)
     solve_and_check(both, rtol=1e-7)
+
+
+def test_methods_supporting_lists_level_bundle_only_with_its_box_and_minimize_agrees():
+    """One name, one behaviour: what methods_supporting lists with given options, minimize
+    runs with those options; level-bundle cannot run without bounds, so it is not listed."""
+    from nsopt.solvers import ProblemNotSupported, methods_supporting
+
+    c = np.random.default_rng(1).standard_normal(4)
+    f = nsopt.FunctionOracle(lambda x: float(np.abs(x - c).sum()) + 1.0, lambda x: np.sign(x - c),
+                             dim=4)  # f* = 1: a relative gap can be met
+    assert "level-bundle" not in methods_supporting(f)
+    assert "level-bundle" not in methods_supporting(f, bounds=None)
+    box = (-5.0, 5.0)
+    assert "level-bundle" in methods_supporting(f, bounds=box)
+    with pytest.raises(ProblemNotSupported, match="bounds"):
+        nsopt.minimize(f, method="level-bundle")
+    res = nsopt.minimize(f, method="level-bundle", bounds=box, rtol=1e-6, max_iter=500)
+    assert res.success and res.lower_bound <= 1.0 <= res.fun

@@ -242,6 +242,9 @@ class Solver:
 
     name: str = ""
     requires: tuple[str, ...] = ()
+    #: options without which the solver cannot run (level-bundle: ``bounds``):
+    #: :func:`~nsopt.solvers.methods_supporting` lists it only when they are given
+    required_options: tuple[str, ...] = ()
     options: dict[str, Option] = {}
     history_fields: tuple[str, ...] = ()
     self_certifying: bool = False

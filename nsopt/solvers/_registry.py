@@ -20,6 +20,11 @@ def register(cls):
     return cls
 
 
-def methods_supporting(problem) -> list[str]:
-    """The method names whose requirements ``problem`` meets."""
-    return [name for name, cls in SOLVERS.items() if cls.unsupported_reason(problem) is None]
+def methods_supporting(problem, **options) -> list[str]:
+    """The method names that can solve ``problem`` with ``options``: the problem meets the
+    method's requirements and every option it cannot run without (``required_options``, e.g.
+    level-bundle's ``bounds``) is among ``options`` (not None). What this lists, ``minimize``
+    accepts with the same options."""
+    return [name for name, cls in SOLVERS.items()
+            if cls.unsupported_reason(problem) is None
+            and all(options.get(o) is not None for o in cls.required_options)]

@@ -151,6 +151,7 @@ class LevelBundle(Solver):
 
     name = "level-bundle"
     requires = ()
+    required_options = ("bounds",)
     certificate_source = "level-lp"
     history_fields = ("n_planes", "level")
     options = {
@@ -179,7 +180,7 @@ class LevelBundle(Solver):
         n_planes: int
         n_qp_fallbacks: int
 
-    def check_problem(self, problem):
+    def check_problem(self, problem):  # required_options = ("bounds",) says so up front
         """Any oracle, but only with a box: without ``bounds`` the run cannot start
         (:class:`~nsopt.solvers.ProblemNotSupported`, naming the option); a box of the wrong
         length is a ``ValueError`` naming ``bounds``."""

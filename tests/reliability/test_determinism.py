@@ -19,7 +19,8 @@ def problems():
             "hinge-l2": nsopt.RegularizedRisk(Hinge(X, y), R.L2(), 1e-3)}
 
 
-CASES = [(name, m) for name, J in problems().items() for m in methods_supporting(J)]
+CASES = [(name, m) for name, J in problems().items()
+         for m in methods_supporting(J, bounds=(-10.0, 10.0))]
 
 
 @pytest.mark.parametrize("name,method", CASES)
