@@ -12,6 +12,31 @@ from nsopt.losses import Hinge, Logistic, MulticlassHinge, SquaredHinge
 from cvxref import cvxpy_multiclass_hinge, cvxpy_optimum, small_binary, small_multiclass
 
 
+# --- bare-oracle functions: (FunctionOracle, cvxpy expression of x) ------------------------
+def l1_fit(A, b, lower_bound=0.0):
+    """:math:`f(x) = \|Ax - b\|_1` as a FunctionOracle, with its cvxpy expression."""
+    def vs(x):
+        r = A @ x - b
+        return float(np.abs(r).sum()), A.T @ np.sign(r)
+
+    import cvxpy as cp
+    return (nsopt.FunctionOracle(value_and_subgradient=vs, dim=A.shape[1], lower_bound=lower_bound),
+            lambda x: cp.norm1(A @ x - b))
+
+
+def max_affine_ridge(A, b, mu, lower_bound=-np.inf):
+    """:math:`f(x) = \max_i (Ax + b)_i + \tfrac\mu2\|x\|^2` as a FunctionOracle, with its cvxpy
+    expression."""
+    def vs(x):
+        v = A @ x + b
+        i = int(np.argmax(v))
+        return float(v[i] + 0.5 * mu * (x @ x)), A[i] + mu * x
+
+    import cvxpy as cp
+    return (nsopt.FunctionOracle(value_and_subgradient=vs, dim=A.shape[1], lower_bound=lower_bound),
+            lambda x: cp.max(A @ x + b) + 0.5 * mu * cp.sum_squares(x))
+
+
 class Case:
     def __init__(self, name, loss_cls, reg, lam, sparse=False, m=120, d=8, seed=0):
         self.name, self.loss_cls, self.reg, self.lam = name, loss_cls, reg, lam

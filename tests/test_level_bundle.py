@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import nsopt
+from catalogue import l1_fit, max_affine_ridge
 from nsopt.certificate import CertificateError, OraclePlanes
 from nsopt.solvers import LevelBundle, ProblemNotSupported
 
@@ -38,29 +39,14 @@ def l1_case(seed, n=30, d=6):
     rng = np.random.default_rng(seed)
     A = rng.standard_normal((n, d))
     b = 2.0 * rng.standard_normal(n)
-
-    def vs(x):
-        r = A @ x - b
-        return float(np.abs(r).sum()), A.T @ np.sign(r)
-
-    import cvxpy as cp
-    return Case(nsopt.FunctionOracle(value_and_subgradient=vs, dim=d, lower_bound=0.0),
-                lambda x: cp.norm1(A @ x - b), *_box(rng, d))
+    return Case(*l1_fit(A, b), *_box(rng, d))
 
 
 def max_affine_ridge_case(seed, n=25, d=5, mu=1e-2):
     rng = np.random.default_rng(seed)
     A = rng.standard_normal((n, d))
     b = rng.standard_normal(n)
-
-    def vs(x):
-        v = A @ x + b
-        i = int(np.argmax(v))
-        return float(v[i] + 0.5 * mu * (x @ x)), A[i] + mu * x
-
-    import cvxpy as cp
-    return Case(nsopt.FunctionOracle(value_and_subgradient=vs, dim=d),
-                lambda x: cp.max(A @ x + b) + 0.5 * mu * cp.sum_squares(x), *_box(rng, d, 2.0))
+    return Case(*max_affine_ridge(A, b, mu), *_box(rng, d, 2.0))
 
 
 def chebyshev_case(seed, m=40, degree=4):

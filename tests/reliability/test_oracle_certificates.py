@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import nsopt
+from catalogue import l1_fit, max_affine_ridge
 from nsopt.certificate import Certificate, CertificateError, OraclePlanes
 
 RTOL = 1e-9
@@ -41,29 +42,14 @@ def _l1(seed=1, n=30, d=6, shift=0.0, lower_bound=0.0):
     rng = np.random.default_rng(seed)
     A = rng.standard_normal((n, d))
     b = rng.standard_normal(n) + shift
-
-    def vs(x):
-        r = A @ x - b
-        return float(np.abs(r).sum()), A.T @ np.sign(r)
-
-    import cvxpy as cp
-    return Case(nsopt.FunctionOracle(value_and_subgradient=vs, dim=d, lower_bound=lower_bound),
-                lambda x: cp.norm1(A @ x - b), d)
+    return Case(*l1_fit(A, b, lower_bound), d)
 
 
 def _max_affine_ridge(seed=3, n=25, d=4, mu=1e-2, lower_bound=0.0):
     rng = np.random.default_rng(seed)
     A = rng.standard_normal((n, d))
     b = rng.standard_normal(n)
-
-    def vs(x):
-        v = A @ x + b
-        i = int(np.argmax(v))
-        return float(v[i] + 0.5 * mu * (x @ x)), A[i] + mu * x
-
-    import cvxpy as cp
-    return Case(nsopt.FunctionOracle(value_and_subgradient=vs, dim=d, lower_bound=lower_bound),
-                lambda x: cp.max(A @ x + b) + 0.5 * mu * cp.sum_squares(x), d)
+    return Case(*max_affine_ridge(A, b, mu, lower_bound), d)
 
 
 def _symmetric_max_affine(seed=0, n=40, d=5):
