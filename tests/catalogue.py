@@ -14,7 +14,7 @@ from cvxref import cvxpy_multiclass_hinge, cvxpy_optimum, small_binary, small_mu
 
 # --- bare-oracle functions: (FunctionOracle, cvxpy expression of x) ------------------------
 def l1_fit(A, b, lower_bound=0.0):
-    """:math:`f(x) = \|Ax - b\|_1` as a FunctionOracle, with its cvxpy expression."""
+    r""":math:`f(x) = \|Ax - b\|_1` as a FunctionOracle, with its cvxpy expression."""
     def vs(x):
         r = A @ x - b
         return float(np.abs(r).sum()), A.T @ np.sign(r)
@@ -25,7 +25,7 @@ def l1_fit(A, b, lower_bound=0.0):
 
 
 def max_affine_ridge(A, b, mu, lower_bound=-np.inf):
-    """:math:`f(x) = \max_i (Ax + b)_i + \tfrac\mu2\|x\|^2` as a FunctionOracle, with its cvxpy
+    r""":math:`f(x) = \max_i (Ax + b)_i + \tfrac\mu2\|x\|^2` as a FunctionOracle, with its cvxpy
     expression."""
     def vs(x):
         v = A @ x + b
