@@ -126,7 +126,8 @@ class Result:
     success : bool
     message : str
     time : float
-        Wall-clock seconds.
+        Wall-clock seconds of the run, less numba's compilation of kernels (in
+        ``info["compile_time"]``: a cost of the process's first runs, not of the method).
     history : dict of ndarray
         One row per iteration (``iteration, time, fun, lower_bound, gap, nfev`` and the
         solver's own columns).
@@ -229,8 +230,12 @@ class Result:
              "gap / |fun|" + ("" if rtol is None else f" (rtol {rtol:g})")),
             ("status", self.status.value, self.status.message),
             ("iterations", str(self.nit), f"({self.nfev} oracle calls, method {self.method})"),
-            ("time", f"{self.time:.3f}s", ""),
+            ("time", f"{self.time:.3f}s", self._compile_note()),
         ]
+
+    def _compile_note(self) -> str:
+        seconds = self.info.get("compile_time", 0.0) if isinstance(self.info, dict) else 0.0
+        return f"(and {seconds:.2f} s compiling kernels)" if seconds >= 0.005 else ""
 
     def _conclusion(self) -> str:
         if math.isfinite(self.lower_bound):
@@ -250,7 +255,7 @@ class Result:
             ("gap", f"{self.gap:.4g}", "fun - lower_bound"),
             ("relative gap", f"{self.relative_gap:.4g}", "gap / |fun|"),
             ("status", self.status.value, self.status.message),
-            ("time", f"{self.time:.3f} s", "wall clock"),
+            ("time", f"{self.time:.3f} s", ("wall clock " + self._compile_note()).strip()),
             ("iterations", str(self.nit), ""),
             ("oracle calls", str(self.nfev), ""),
             ("method", self.method, ""),

@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-import time
 from numbers import Integral, Real
 from typing import Any, Callable, Iterator, NamedTuple
 
@@ -26,6 +25,7 @@ from ..oracle import (CountingOracle, Evaluation, NonConvexError, Oracle, Oracle
                       rounding_allowance)
 from ..problem import RegularizedRisk, as_problem
 from ..result import History, Result, Status
+from ._clock import RunClock
 from ._region import RegionCertifier, region_from_options
 from ._registry import methods_supporting
 from ._start import default_start
@@ -69,7 +69,7 @@ COMMON_OPTIONS = {
     "max_iter": Option(None, NoneOr(Interval(Integral, 0, None, closed="left")),
                        doc="iteration limit"),
     "max_time": Option(None, NoneOr(Interval(Real, 0, math.inf, closed="right")),
-                       doc="wall-clock limit in seconds"),
+                       doc="time limit in seconds (wall clock, less numba compilation)"),
     "verbose": Option(False, Boolean(), doc="print a progress table"),
     "check_convexity": Option(True, Boolean(),
                               doc="compare every oracle answer with the previous plane, the "
@@ -458,7 +458,13 @@ class Solver:
         when the proven gap is within ``max(atol, rtol * |fun|)``. A lower bound above the best
         value by more than rounding is a contradiction (status ``nonconvex``); by rounding
         alone it is clamped to the value (gap 0). ``fun`` is always the oracle's value at ``x``.
+        Times (the rows' ``time``, ``Result.time``, ``max_time``) leave out numba's compilation
+        of kernels (:class:`~nsopt.solvers._clock.RunClock`).
         """
+        with RunClock() as clock:
+            yield from self._loop(problem, x0, callback, clock)
+
+    def _loop(self, problem, x0, callback, clock):
         problem, x0, oracle, best, certifiers = self._prepare(problem, x0, callback)
         # scipy's form, callback(intermediate_result): called on each row (best x, bounds)
         rows_callback = callback is not None and takes_intermediate_result(callback)
@@ -466,10 +472,11 @@ class Solver:
         cfg = self.config
         history = History(self.history_fields)
         printer = _Printer() if cfg["verbose"] else None
-        t0 = time.perf_counter()
+        t0 = clock.start()
         oracle.deadline = None if cfg["max_time"] is None else t0 + cfg["max_time"]
         for c in certifiers:
             c.deadline = oracle.deadline
+        clock.holders = [oracle, *certifiers]   # deadlines move past compilations
         # the best bound with its evidence (nsopt.certificate.Evidence): every problem, a
         # RegularizedRisk or a bare oracle, gets a certificate that Certificate.check verifies
         bound = BestBound()
@@ -496,7 +503,7 @@ class Solver:
                 self._collect_bounds(facts, bound, certifiers, dual, best, final=final,
                                      due_planes=nit % cfg["certify_every"] == 0,
                                      work=(2 * oracle.nfev if dual is not None and dual.clock == "passes"
-                                           else time.perf_counter() - t0))
+                                           else clock()))
             except KeyboardInterrupt:
                 status = status or Status.INTERRUPTED
             fun, lower = best.fun, bound.value
@@ -528,7 +535,7 @@ class Solver:
                     status = Status.STATIONARY
                 elif cfg["max_iter"] is not None and nit >= cfg["max_iter"]:
                     status = Status.MAX_ITER
-                elif cfg["max_time"] is not None and time.perf_counter() - t0 >= cfg["max_time"]:
+                elif cfg["max_time"] is not None and clock() >= cfg["max_time"]:
                     status = Status.MAX_TIME
             if status is not None and status is not Status.NONCONVEX:
                 try:
@@ -539,7 +546,7 @@ class Solver:
                 fun = best.fun
             if status is not Status.NONCONVEX:
                 lower = min(lower, fun)  # a bound above fun by rounding only: clamped, gap 0
-            row = dict(iteration=nit, time=time.perf_counter() - t0, fun=fun, lower_bound=lower,
+            row = dict(iteration=nit, time=clock(), fun=fun, lower_bound=lower,
                        gap=fun - lower, nfev=oracle.nfev)
             if state is not None:
                 for f in self.history_fields:
@@ -588,11 +595,12 @@ class Solver:
         cert = Certificate.from_evidence(problem, x, best.fun, lower, bound.source, bound.evidence)
         if state is not None:
             info = {**self.info(state), **info}
+        info["compile_time"] = clock.compiling  # numba's compilations, left out of time
         stationary = status is Status.STATIONARY
         result = Result(
             x=np.array(x), fun=float(best.fun), lower_bound=float(lower),
             gap=float(best.fun - lower), nit=nit, nfev=oracle.nfev, status=status,
-            success=status.success, message=status.message, time=time.perf_counter() - t0,
+            success=status.success, message=status.message, time=clock(),
             history=history.as_arrays(), certificate=cert, method=self.name, info=info,
             subgradient_norm=float(facts.subgradient_norm) if stationary else math.nan,
             linearization_error=float(facts.linearization_error) if stationary else math.nan,
