@@ -37,10 +37,15 @@ class LSBMRM(Solver):
 
     Parameters
     ----------
-    query_fraction : float in (0, 1], default 0.9
+    query_fraction : float in (0, 1], default 0.1
         :math:`\theta`: how far from the best point towards the master minimiser the oracle
-        is queried (0.9 "works well in practice", Franc & Sonnenburg). Formerly ``theta``
-        (deprecated alias).
+        is queried. Formerly ``theta`` (deprecated alias). **Erratum**: [TVSL10]_ (after Alg. 3)
+        says :math:`\theta = 0.9` "works well in practice", citing OCAS; but OCAS places its cut
+        at :math:`t + 0.1(1 - t)` along the segment from the best point, i.e.
+        :math:`w^c = 0.9\,w^b + 0.1\,w_t`: :math:`\theta = 0.1` in this convention. Measured
+        (L2 hinge, certified rtol 1e-3, one run): a9a at lam 1e-4 / 1e-5 / 1e-6 needs 52 / 119 /
+        239 iterations with 0.1 against 466 / 1792 / >1954 (20 s cap) with 0.9; mushrooms 161 /
+        177 / 194 against 765 / 831 / 783. 0.9 stays available.
     line_search : bool, default True
         ``False`` takes :math:`\eta_t = 1`, which reproduces BMRM's iterates ([TVSL10]_ Alg. 3 with
         :math:`\eta_t = 1` is Alg. 2).
@@ -78,7 +83,7 @@ class LSBMRM(Solver):
     history_fields = ("n_planes", "inner_time", "eta")
     options = {
         **PLANE_OPTIONS,
-        "query_fraction": Option(0.9, Interval(Real, 0, 1, closed="right"),
+        "query_fraction": Option(0.1, Interval(Real, 0, 1, closed="right"),
                                  doc="theta: where to query between the best point (0) and "
                                      "the master minimiser (1)", renamed_from="theta"),
         "line_search": Option(True, Boolean(), doc="False: BMRM's iterates (eta = 1)"),
