@@ -237,6 +237,14 @@ class _RescaledLine(LineFunction):
         bps = self.line.breakpoints()
         return None if bps is None else np.asarray(bps) / self.s
 
+    @property
+    def affine_between_breakpoints(self):
+        return self.line.affine_between_breakpoints
+
+    def affine_derivative(self):  # phi'(eta) = s psi'(s eta)
+        a = self.line.affine_derivative()
+        return None if a is None else (self.s * a[0], self.s * self.s * a[1])
+
     def minimize(self, lo=0.0, hi=math.inf):
         t = self.line.minimize(self.s * lo, self.s * hi)
         eta = t / self.s
@@ -276,6 +284,11 @@ class QuadraticLine(LineFunction):
 
     def breakpoints(self):
         return np.empty(0)
+
+    affine_between_breakpoints = True
+
+    def affine_derivative(self):
+        return self.c1, self.c2
 
     def minimize(self, lo=0.0, hi=math.inf):
         lo, hi = _check_interval(lo, hi)

@@ -281,7 +281,7 @@ def test_null_steps_handle_kinks_within_rounding():
     """Exact steps land on hinges that the oracle then sees ~1e-16 away, on one side; the
     null steps (probing past kinks within kink_tol) let the run reach the tolerance. With
     kink_tol = 0 (only exactly-zero steps are null) subLBFGS stalls far from it."""
-    X, y = small_binary(120, 8, 0)
+    X, y = small_binary(120, 8, 1)
     J = nsopt.RegularizedRisk(Hinge(X, y), R.L2(), 1e-2)
     res = nsopt.minimize(J, method="sublbfgs", rtol=1e-6, max_iter=2000)
     assert res.success and res.gap <= 1e-6 * res.fun and res.info["n_null_steps"] > 0

@@ -67,6 +67,12 @@ class ScalarLoss(Oracle):
         """Score values ``z`` (shape (m,) or (m, k)) where ``l(., y_i)`` is not smooth, or None."""
         return None
 
+    #: ``l(., y)`` is piecewise linear (its derivative only jumps, at :meth:`kinks`): a line
+    #: then finds its minimiser without sorting the kinks (:meth:`ScalarLine.jumps`)
+    piecewise_linear: bool = False
+    #: ``l(., y)`` is piecewise quadratic between its kinks (squared hinge, Huber)
+    piecewise_quadratic: bool = False
+
     def __init__(self, X, y, sample_weight=None):
         X = check_data(X)
         m, d = X.shape
@@ -231,15 +237,46 @@ class ScalarLine(LineFunction):
         return float(_dot(self._buf, self.q))
 
     def breakpoints(self):
-        kinks = self.loss.kinks()
+        kinks = self._kinks
         if kinks is None:
             return np.empty(0)
-        nz = self.q != 0
-        k = kinks[nz]
+        return np.sort(self._kink_etas(np.flatnonzero(self.q != 0)))
+
+    @property
+    def affine_between_breakpoints(self) -> bool:
+        return self.loss.piecewise_linear or self.loss.piecewise_quadratic
+
+    def _kink_etas(self, nz):
+        """The steps ``eta`` at which the examples ``nz`` (with ``q_i != 0``) reach their
+        kinks, raveled example by example."""
+        k = self._kinks[nz]
         f, q = self.f[nz], self.q[nz]
         if k.ndim == 2:
             f, q = f[:, None], q[:, None]
         # a kink beyond the float range (|k - f| / |q| > 1.8e308, q subnormal) is +-inf: no
         # finite eta reaches it, and minimize drops it; no overflow warning for that
         with np.errstate(over="ignore"):
-            return np.sort(((k - f) / q).ravel())
+            return ((k - f) / q).ravel()
+
+    def jumps(self):
+        r"""For a piecewise-linear loss, the breakpoints (unsorted) and the jump of
+        :math:`\varphi'` at each: example i's kink :math:`k` is reached at
+        :math:`\eta = (k - f_i) / q_i`, where :math:`\varphi'` grows by
+        :math:`q_i (g^+ - g^-)`, :math:`g^\pm` the one-sided derivatives of
+        :math:`c_i l(\cdot, y_i)` at :math:`k` in the directions :math:`\pm\mathrm{sign}(q_i)`
+        (two element-wise passes, no data pass). None for other losses."""
+        if not self.loss.piecewise_linear or self._kinks is None:
+            return None
+        nz = np.flatnonzero(self.q != 0)
+        k = self._kinks[nz]
+        y, c, q = self.loss.y[nz], self.loss.c[nz], self.q[nz]
+        sign = np.sign(q)
+        cols = k[:, None] if k.ndim == 1 else k
+        steps = np.empty(cols.shape)
+        up, down = np.empty(nz.size), np.empty(nz.size)
+        for j in range(cols.shape[1]):
+            z = np.ascontiguousarray(cols[:, j])
+            self.loss._grad_kernel(z, y, c, sign, up)
+            self.loss._grad_kernel(z, y, c, -sign, down)
+            steps[:, j] = (up - down) * q
+        return self._kink_etas(nz), steps.ravel()

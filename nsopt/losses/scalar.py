@@ -71,6 +71,7 @@ class Hinge(ScalarLoss):
             offset=np.ones(y.size), project=lambda v: np.clip(v, 0.0, c),
             center=np.zeros(y.size), radius_sq=0.5 * float(c @ c),
         )
+    piecewise_linear = True
     kernels = (k.hinge_value, k.hinge_grad)
 
     def kinks(self):
@@ -97,6 +98,7 @@ class SquaredHinge(ScalarLoss):
     differentiable = True
 
     binary = True
+    piecewise_quadratic = True
     kernels = (k.squared_hinge_value, k.squared_hinge_grad)
 
     def kinks(self):
@@ -238,6 +240,7 @@ class Huber(ScalarLoss):
         self.delta = check_positive(delta, "delta")
         super().__init__(X, y, sample_weight)
 
+    piecewise_quadratic = True
     kernels = (k.huber_value, k.huber_grad)
     kernel_params = ("delta",)
 
@@ -294,6 +297,7 @@ class LeastAbsoluteDeviation(ScalarLoss):
     2.0
     """
 
+    piecewise_linear = True
     kernels = (k.least_absolute_deviation_value, k.least_absolute_deviation_grad)
 
     def kinks(self):
@@ -340,6 +344,7 @@ class Quantile(ScalarLoss):
         self.tau = tau
         super().__init__(X, y, sample_weight)
 
+    piecewise_linear = True
     kernels = (k.quantile_value, k.quantile_grad)
     kernel_params = ("tau",)
 
@@ -382,6 +387,7 @@ class EpsilonInsensitive(ScalarLoss):
         self.epsilon = check_positive(epsilon, "epsilon", strict=False)
         super().__init__(X, y, sample_weight)
 
+    piecewise_linear = True
     kernels = (k.epsilon_insensitive_value, k.epsilon_insensitive_grad)
     kernel_params = ("epsilon",)
 
@@ -472,6 +478,7 @@ class Novelty(ScalarLoss):
     1.0
     """
 
+    piecewise_linear = True
     kernels = (k.novelty_value, k.novelty_grad)
 
     def __init__(self, X, rho=1.0, sample_weight=None):
