@@ -32,15 +32,15 @@ DOC_FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^(\s*)```(\S*)\s*$")
 
 
-def _load_hooks():
-    """docs/hooks.py, the generator of the reference pages and tables, as a module."""
-    spec = importlib.util.spec_from_file_location("nsopt_docs_hooks", ROOT / "docs" / "hooks.py")
+def _load(name):
+    """docs/<name>.py as a module (they are not a package)."""
+    spec = importlib.util.spec_from_file_location(f"nsopt_docs_{name}", ROOT / "docs" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-hooks = _load_hooks()
+hooks = _load("hooks")  # the generator of the reference pages, the tables, the tutorial pages
 
 
 def code_blocks(path):
@@ -134,6 +134,8 @@ def test_mkdocs_plugins_come_with_the_test_and_docs_extras():
     handlers = re.findall(r"^        (\w+):\s*$", plugins, re.M)
     assert {"mkdocstrings", "mkdocs-jupyter"} <= set(names) and "python" in handlers
     needed = {PLUGIN_DISTRIBUTIONS[n] for n in names + handlers}
+    if re.search(r"^  - pymdownx\.", text, re.M):
+        needed.add("pymdown-extensions")
     for extra in ("test", "docs"):
         missing = needed - extra_requirements(extra)
         assert not missing, f"mkdocs.yml needs {sorted(missing)}, not in the {extra!r} extra"
@@ -282,6 +284,26 @@ def test_expand_tables_rejects_an_unknown_table():
         hooks.expand_tables("text\n<!-- nsopt-table: colours -->\n", "x.md")
     with pytest.raises(ValueError, match="not a solver class"):
         hooks.expand_tables("<!-- nsopt-table: options Solver -->\n", "x.md")
+
+
+def test_docstring_roles_become_markdown():
+    pytest.importorskip("griffe", reason="griffe comes with mkdocstrings-python (docs extra)")
+    rst_to_markdown = _load("griffe_rst").rst_to_markdown
+
+    text = rst_to_markdown(
+        "See :class:`~nsopt.Oracle`, :meth:`bound` and :func:`nsopt.minimize`, where\n"
+        ":math:`\\|x\\|_2 \\le r` [TVSL10]_.\n\n"
+        "    .. math::\n\n        J(w) = \\lambda \\Omega(w)\n            + R(w)\n\n"
+        "    After.\n\n.. [TVSL10] Teo et al.", module="nsopt.certificate",
+        cls="nsopt.certificate.PlaneCertifier")
+    assert ('<autoref identifier="nsopt.Oracle" optional><code>Oracle</code></autoref>' in text)
+    assert ('<autoref identifier="nsopt.certificate.PlaneCertifier.bound" optional>'
+            "<code>bound()</code></autoref>") in text
+    assert '<autoref identifier="nsopt.minimize" optional><code>nsopt.minimize()</code>' in text
+    assert "\\(\\|x\\|_2 \\le r\\) [TVSL10]." in text
+    assert "    $$\n    J(w) = \\lambda \\Omega(w)\n        + R(w)\n    $$\n\n    After." in text
+    assert text.endswith("\n[TVSL10] Teo et al.")
+    assert ":math:" not in text and ".. " not in text and "]_" not in text
 
 
 # --- the API reference ------------------------------------------------------------------
