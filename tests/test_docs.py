@@ -15,6 +15,7 @@ from __future__ import annotations
 import html
 import importlib
 import importlib.util
+import json
 import os
 import pkgutil
 import re
@@ -374,6 +375,14 @@ def build_site(site_dir, cwd):
     env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}  # the notebooks' inline figures
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
     env.pop("NSOPT_DOCS_EXECUTE", None)
+    # the tutorials' kernel is this Python (a user's own "python3" kernel may lack nsopt)
+    kernel = Path(cwd) / "jupyter" / "kernels" / "python3"
+    kernel.mkdir(parents=True)
+    (kernel / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Python 3 (nsopt tests)", "language": "python"}), encoding="utf-8")
+    env["JUPYTER_PATH"] = os.pathsep.join([str(Path(cwd) / "jupyter"),
+                                           *filter(None, [env.get("JUPYTER_PATH")])])
     run = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f",
                           str(ROOT / "mkdocs.yml"), "-d", str(site_dir)],
                          cwd=cwd, env=env, capture_output=True, text=True, timeout=1200)
