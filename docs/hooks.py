@@ -6,9 +6,9 @@
   (``tests/test_docs.py`` fails while a public module has no page).
 * **Tables**: a line ``<!-- nsopt-table: KIND [ARG] -->`` in a page is replaced by a table made
   from the code (:func:`expand_tables`): ``common-options``, ``options CLASS`` (a solver's own
-  options), ``all-options`` (every solver of ``nsopt.solvers.__all__``), ``renamed-options`` and ``statuses``
-  (``nsopt.Status``). An unknown kind fails the build.
-* **Tutorials**: every ``tutorials/*.py`` (jupytext percent notebooks) becomes a page
+  options), ``all-options`` (every solver of ``nsopt.solvers.__all__``), ``renamed-options``
+  and ``statuses`` (``nsopt.Status``). An unknown kind fails the build.
+* **Tutorials**: every numbered ``tutorials/NN_*.py`` (jupytext percent notebooks) becomes a page
   ``tutorials/<name>/`` rendered by mkdocs-jupyter, listed in the nav in file-name order, so
   a new tutorial needs no edit here or in ``mkdocs.yml``.
 
@@ -21,25 +21,25 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import re
+import types
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 TUTORIALS_DIR = ROOT / "tutorials"
 
-#: The modules of the API reference, one page each, in nav order: (module, nav title).
-#: Every name of each module's ``__all__`` gets an entry (for ``nsopt.certificate``, which
-#: has no ``__all__`` of its own public classes alone, its ``__all__`` too).
+#: The modules of the API reference, one page each, in nav order. Every name of each module's
+#: ``__all__`` gets an entry; a name that is a module links to that module's page.
 REFERENCE_MODULES = [
-    ("nsopt", "nsopt"),
-    ("nsopt.losses", "nsopt.losses"),
-    ("nsopt.regularizers", "nsopt.regularizers"),
-    ("nsopt.solvers", "nsopt.solvers"),
-    ("nsopt.certificate", "nsopt.certificate"),
-    ("nsopt.path", "nsopt.path"),
-    ("nsopt.io", "nsopt.io"),
-    ("nsopt.datasets", "nsopt.datasets"),
-    ("nsopt.plot", "nsopt.plot"),
-    ("nsopt.testing", "nsopt.testing"),
+    "nsopt",
+    "nsopt.losses",
+    "nsopt.regularizers",
+    "nsopt.solvers",
+    "nsopt.certificate",
+    "nsopt.path",
+    "nsopt.io",
+    "nsopt.datasets",
+    "nsopt.plot",
+    "nsopt.testing",
 ]
 
 #: The modules of nsopt without a page, and why. ``tests/test_docs.py`` fails on a module of
@@ -83,7 +83,7 @@ def reference_page(module: str) -> str:
     text = f"# `{module}`\n\n"
     if submodules:
         text += "Modules, each on its own page:\n\n" + "".join(
-            f"- [`{module}.{n}`]({n_page(module + '.' + n)})\n" for n in submodules) + "\n"
+            f"- [`{module}.{n}`]({reference_link(module + '.' + n)})\n" for n in submodules) + "\n"
     text += (f"::: {module}\n"
              "    options:\n"
              "      show_root_heading: false\n"
@@ -94,14 +94,12 @@ def reference_page(module: str) -> str:
     return text
 
 
-def n_page(module: str) -> str:
+def reference_link(module: str) -> str:
     """The link from a reference page to ``module``'s page (pages are siblings)."""
     return f"{module}.md"
 
 
 def _is_module(obj) -> bool:
-    import types
-
     return isinstance(obj, types.ModuleType)
 
 
@@ -256,15 +254,14 @@ def on_config(config):
     nav = config.nav
     if nav is not None:
         nav.append({"Tutorials": [tutorial_uri(p) for p in tutorial_paths()]})
-        nav.append({"API reference": [{title: reference_page_uri(m)}
-                                      for m, title in REFERENCE_MODULES]})
+        nav.append({"API reference": [{m: reference_page_uri(m)} for m in REFERENCE_MODULES]})
     return config
 
 
 def on_files(files, config):
     from mkdocs.structure.files import File
 
-    for module, _ in REFERENCE_MODULES:
+    for module in REFERENCE_MODULES:
         files.append(File.generated(config, reference_page_uri(module),
                                     content=reference_page(module)))
     for path in tutorial_paths():
@@ -281,3 +278,10 @@ on_files.mkdocs_priority = 100
 
 def on_page_markdown(markdown, page, config, files):
     return expand_tables(markdown, page.file.src_uri)
+
+
+def on_serve(server, config, builder):
+    """``mkdocs serve`` rebuilds when a tutorial or a docstring changes, too."""
+    for folder in (TUTORIALS_DIR, ROOT / "nsopt"):
+        server.watch(str(folder))
+    return server

@@ -144,7 +144,7 @@ def test_mkdocs_plugins_come_with_the_test_and_docs_extras():
 
 
 def test_links_between_pages_resolve():
-    generated = {hooks.reference_page_uri(m) for m, _ in hooks.REFERENCE_MODULES}
+    generated = {hooks.reference_page_uri(m) for m in hooks.REFERENCE_MODULES}
     for path in DOC_FILES:
         for target in re.findall(r"\]\(([^)#\s]+\.md)(?:#[^)]*)?\)", path.read_text(encoding="utf-8")):
             if path.parent.name == "docs" and target in generated:
@@ -327,7 +327,7 @@ def public_modules():
 
 
 def test_every_public_module_has_a_reference_page():
-    pages = [m for m, _ in hooks.REFERENCE_MODULES]
+    pages = list(hooks.REFERENCE_MODULES)
     assert len(pages) == len(set(pages))
     assert REQUIRED_REFERENCE <= set(pages), sorted(REQUIRED_REFERENCE - set(pages))
     exported = {f"nsopt.{n}" for n in nsopt.__all__
@@ -352,7 +352,7 @@ def documented_ids(module, name):
     return ids
 
 
-@pytest.mark.parametrize("module", [m for m, _ in hooks.REFERENCE_MODULES])
+@pytest.mark.parametrize("module", hooks.REFERENCE_MODULES)
 def test_reference_page_asks_for_every_public_name(module):
     """The generated page names every name of ``__all__`` (a mkdocstrings member or block), or
     links the submodule's own page."""
@@ -360,7 +360,7 @@ def test_reference_page_asks_for_every_public_name(module):
     for name in importlib.import_module(module).__all__:
         obj = getattr(importlib.import_module(module), name)
         if isinstance(obj, types.ModuleType):
-            assert f"({hooks.n_page(f'{module}.{name}')})" in text, name
+            assert f"({hooks.reference_link(f'{module}.{name}')})" in text, name
         else:
             asked = re.findall(r"^        - (\w+)$", text, re.M) + [
                 p.rsplit(".", 1)[-1] for p in re.findall(r"^::: (\S+)$", text, re.M)[1:]]
@@ -398,7 +398,7 @@ def anchors(page):
 
 def check_reference(site):
     missing = []
-    for module, _ in hooks.REFERENCE_MODULES:
+    for module in hooks.REFERENCE_MODULES:
         page = site / "reference" / module / "index.html"
         if not page.is_file():
             missing.append(f"{module} (no page)")
