@@ -744,6 +744,8 @@ class Certificate:
             convention): the evidence's region must contain it, or the certificate is
             rejected. Without them, the evidence's own region is taken as stated.
 
+        Notes
+        -----
         Cost: one evaluation of J at ``x``; for a RegularizedRisk one fingerprint, and one
         data pass (:class:`DualPoint`, :class:`SaddlePoint`) or k loss oracle calls
         (:class:`QueryPoints` with k points); k oracle calls for :class:`OraclePlanes` with k
@@ -833,6 +835,8 @@ class PlaneCertifier:
         Bundle capacity; when full, inactive planes are dropped and old ones aggregated,
         which keeps the bound valid (any convex combination of planes is a plane).
 
+    Notes
+    -----
     Use it as a listener of :class:`~nsopt.oracle.CountingOracle`; call :meth:`bound` when a
     bound is wanted (it warm-starts from the previous multipliers). Evidence: dual points for
     margin losses (n_planes x m floats), else query points (one d-vector per point a kept

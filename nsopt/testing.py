@@ -171,6 +171,8 @@ def random_scalar_loss(draw, loss="hinge", sparse: bool = False, m=(1, 8), d=(1,
     weighted : bool
         Draw integer sample weights in ``[0, 4]`` (at least one positive).
 
+    Notes
+    -----
     The data is available as ``loss.data.X`` (ndarray or CSR matrix), the labels as ``loss.y``.
     """
     cls = _loss_class(loss)
