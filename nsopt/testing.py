@@ -232,8 +232,10 @@ class KinkPlanes(NamedTuple):
     :math:`\|w\|_1` (``normals = I``, ``offsets = 0``), a hinge sum
     :math:`\sum_i \max(0, 1 - y_i\langle x_i, w\rangle)` (``normals = X``, ``offsets = y``, since
     :math:`y_i z = 1 \iff z = y_i`), nsopt's scalar losses (``normals = X``,
-    ``offsets = loss.kinks()``).
+    ``offsets = loss.kinks()``). Returned by the ``kinks`` callable of :func:`kink_points`.
 
+    Attributes
+    ----------
     normals : array (k, dim) or scipy.sparse matrix
         The rows :math:`c_k`.
     offsets : array (k,)
@@ -246,8 +248,11 @@ class KinkPlanes(NamedTuple):
 
 class MaxPieces(NamedTuple):
     r"""The affine pieces of a maximum: :math:`f(w) = \max_k\, \langle a_k, w\rangle + b_k`
-    (near the drawn point at least), kinked where two pieces tie *at the top*.
+    (near the drawn point at least), kinked where two pieces tie *at the top*. Returned by the
+    ``kinks`` callable of :func:`kink_points`.
 
+    Attributes
+    ----------
     slopes : array (k, dim)
         The rows :math:`a_k`.
     intercepts : array (k,)
