@@ -13,7 +13,9 @@ stays fast:
 * :func:`random_scalar_loss`, :func:`random_regularized_risk`: small hinge, squared-hinge or
   logistic problems on dense or sparse data, optionally *dyadic* (data and points on grids of
   powers of two, so every product and sum is exact and kinks can be hit exactly);
-* :func:`kink_points`: points where some examples sit exactly on a kink of the loss;
+* :func:`kink_points`: points on a kink: of nsopt's scalar losses (some examples exactly on
+  their kink), or of a user's function described by :class:`KinkPlanes` (kinks on
+  hyperplanes, e.g. the l1 norm) or :class:`MaxPieces` (a max of affine pieces);
 * :func:`piecewise_linear_max`: a :class:`~nsopt.Max` of affine functions, with its data for
   brute-force checks and a point where several pieces tie.
 
@@ -43,6 +45,8 @@ __all__ = [
     "points",
     "directions",
     "kink_points",
+    "KinkPlanes",
+    "MaxPieces",
     "random_scalar_loss",
     "random_regularized_risk",
     "piecewise_linear_max",
@@ -222,44 +226,227 @@ def random_regularized_risk(draw, loss="hinge", sparse: bool = False, m=(1, 8), 
     return RegularizedRisk(risk, L2() if reg is None else reg, lam=value)
 
 
-@_composite
-def kink_points(draw, loss, max_kinks: int = 3, scale: float = 4.0) -> np.ndarray:
-    """A point where up to ``max_kinks`` examples of a scalar ``loss`` sit exactly on a kink.
+class KinkPlanes(NamedTuple):
+    r"""Kinks on hyperplanes: the function is smooth off :math:`\bigcup_k \{w : \langle c_k, w\rangle = t_k\}`.
 
-    Draws a dyadic point, then for drawn examples ``i`` solves ``<x_i, w> = kink_i`` for one
-    coordinate ``j`` that no example already on its kink uses (skipping examples for which
-    that would put ``|w_j|`` above ``64 * scale``). The equations hold exactly for
-    dyadic data (:func:`random_scalar_loss` with ``dyadic=True``); on other data they hold up
-    to rounding. Examples duplicated in the data land on their kinks together. For a loss
-    without kinks (``loss.kinks()`` is None) this is just a dyadic point.
+    The natural description of a *sum* of kinked functions of linear forms,
+    :math:`f(w) = \sum_k h_k(\langle c_k, w\rangle)` with :math:`h_k` kinked at :math:`t_k`:
+    :math:`\|w\|_1` (``normals = I``, ``offsets = 0``), a hinge sum
+    :math:`\sum_i \max(0, 1 - y_i\langle x_i, w\rangle)` (``normals = X``, ``offsets = y``, since
+    :math:`y_i z = 1 \iff z = y_i`), nsopt's scalar losses (``normals = X``,
+    ``offsets = loss.kinks()``). Returned by the ``kinks`` callable of :func:`kink_points`.
+
+    Attributes
+    ----------
+    normals : array (k, dim) or scipy.sparse matrix
+        The rows :math:`c_k`.
+    offsets : array (k,)
+        The :math:`t_k`.
     """
-    d = loss.dim
-    w = draw(points(d, scale=scale, dyadic=True))
-    kinks = loss.kinks()
-    if kinks is None or np.ndim(kinks) != 1:
+
+    normals: object
+    offsets: np.ndarray
+
+
+class MaxPieces(NamedTuple):
+    r"""The affine pieces of a maximum: :math:`f(w) = \max_k\, \langle a_k, w\rangle + b_k`
+    (near the drawn point at least), kinked where two pieces tie *at the top*. Returned by the
+    ``kinks`` callable of :func:`kink_points`.
+
+    Attributes
+    ----------
+    slopes : array (k, dim)
+        The rows :math:`a_k`.
+    intercepts : array (k,)
+        The :math:`b_k`.
+    """
+
+    slopes: np.ndarray
+    intercepts: np.ndarray
+
+
+def _dense_rows(M) -> np.ndarray:
+    return M.toarray() if sp.issparse(M) else np.asarray(M, dtype=np.float64)
+
+
+def _on_planes(draw, w, normals, offsets, max_kinks, scale):
+    """Put up to ``max_kinks`` of the hyperplanes ``normals[k] @ w == offsets[k]`` through ``w``,
+    each by solving for one coordinate that no plane already through ``w`` uses."""
+    C = _dense_rows(normals)
+    t = np.asarray(offsets, dtype=np.float64)
+    if C.ndim != 2 or C.shape[1] != w.shape[0] or t.shape != (C.shape[0],):
+        raise ValueError(f"KinkPlanes: normals must have shape (k, {w.shape[0]}) and offsets "
+                         f"shape (k,), got {C.shape} and {t.shape}")
+    if C.shape[0] == 0:
         return w
-    X = loss.data.X
-    X = X.toarray() if sp.issparse(X) else np.asarray(X)
     wanted = draw(st.integers(1, max_kinks))
-    order = draw(st.permutations(range(X.shape[0])))
+    order = draw(st.permutations(range(C.shape[0])))
     on_kink: list[int] = []
     for i in order:
         if len(on_kink) == wanted:
             break
-        # a coordinate no example already on its kink uses, with an entry not tiny (so
-        # that w stays of the order of `scale`: no overflow of the scores' precision)
-        big = (X[i] != 0) & (np.abs(X[i]) >= 0.25 * np.abs(X[i]).max())
-        free = [j for j in np.flatnonzero(big) if not np.any(X[on_kink, j])]
+        # a coordinate no plane already through w uses, with an entry not tiny (so that w
+        # stays of the order of `scale`: no overflow of the scores' precision)
+        big = (C[i] != 0) & (np.abs(C[i]) >= 0.25 * np.abs(C[i]).max())
+        free = [j for j in np.flatnonzero(big) if not np.any(C[on_kink, j])]
         if not free:
             continue
         j = draw(st.sampled_from(free))
-        rest = X[i] @ w - X[i, j] * w[j]
-        wj = (kinks[i] - rest) / X[i, j]
+        rest = C[i] @ w - C[i, j] * w[j]
+        wj = (t[i] - rest) / C[i, j]
         if not abs(wj) <= 64 * scale:
             continue
         w[j] = wj
         on_kink.append(i)
     return w
+
+
+def _on_max_tie(draw, w, slopes, intercepts):
+    r"""Move ``w`` along a drawn axis :math:`\pm e_j` to the first breakpoint of
+    :math:`t \mapsto \max_k (\alpha_k + t\beta_k)`, :math:`\alpha = Aw + b`, :math:`\beta = \pm A e_j`:
+    the first ``t >= 0`` where another piece catches up with the top one. Axes where that
+    division is exact (a power-of-two slope difference) are preferred."""
+    A = np.asarray(slopes, dtype=np.float64)
+    b = np.asarray(intercepts, dtype=np.float64)
+    if A.ndim != 2 or A.shape[1] != w.shape[0] or b.shape != (A.shape[0],):
+        raise ValueError(f"MaxPieces: slopes must have shape (k, {w.shape[0]}) and intercepts "
+                         f"shape (k,), got {A.shape} and {b.shape}")
+    alpha = A @ w + b
+    top = np.flatnonzero(alpha == alpha.max())
+    moves, exact = [], []  # (j, signed step) to the first breakpoint along +-e_j
+    for j in range(w.shape[0]):
+        for direction in (1.0, -1.0):
+            beta = direction * A[:, j]
+            i = top[np.argmax(beta[top])]  # the piece on top just after t = 0
+            faster = np.flatnonzero(beta > beta[i])
+            if not faster.size:
+                continue
+            rise = beta[faster] - beta[i]
+            t = (alpha[i] - alpha[faster]) / rise
+            k = int(np.argmin(t))
+            moves.append((j, direction * float(t[k])))
+            # a power-of-two denominator keeps dyadic numbers exact: the tie is exact
+            exact.append(math.frexp(float(rise[k]))[0] == 0.5)
+    if not moves:
+        return w  # all pieces parallel along every axis: no kink to reach
+    if any(exact):
+        moves = [m for m, e in zip(moves, exact) if e]
+    j, step = draw(st.sampled_from(moves))
+    w[j] += step
+    return w
+
+
+@_composite
+def kink_points(draw, oracle, max_kinks: int = 3, scale: float = 4.0, *, kinks=None) -> np.ndarray:
+    r"""A point on a kink of ``oracle``: of one of nsopt's scalar losses, or of a user's function
+    described by ``kinks``.
+
+    Random points almost never fall on a kink, where a convex function's subdifferential
+    :math:`\partial f(w)` is not a singleton and ``sup_subgradient`` must pick, for each
+    direction :math:`p`, the subgradient steepest along :math:`p`; these points test that.
+    The strategy draws a dyadic point (:func:`points` with ``dyadic=True``) and moves it onto
+    kinks in one of two ways, after what ``kinks(w)`` says about the function near ``w``:
+
+    * :class:`KinkPlanes` ``(normals, offsets)``: the kinks lie on hyperplanes
+      :math:`\langle c_k, w\rangle = t_k`, as for :math:`f(w) = \sum_k h_k(\langle c_k, w\rangle)`
+      with each :math:`h_k` kinked at :math:`t_k`. For drawn planes :math:`k`, up to
+      ``max_kinks`` of them, one coordinate :math:`j` that no plane already through the point
+      uses is solved for, :math:`w_j = (t_k - \sum_{l \ne j} c_{kl} w_l) / c_{kj}` (skipping
+      planes for which that would put :math:`|w_j|` above ``64 * scale``). Examples:
+      :math:`\|w\|_1` is ``KinkPlanes(np.eye(d), np.zeros(d))``; a hinge sum
+      :math:`\sum_i\max(0, 1 - y_i\langle x_i, w\rangle)` is ``KinkPlanes(X, y)``.
+    * :class:`MaxPieces` ``(slopes, intercepts)``: :math:`f(w) = \max_k\,\langle a_k, w\rangle
+      + b_k` (a maximum of affine functions, globally or near ``w``). Along a drawn axis
+      :math:`w + t\,(\pm e_j)` the pieces are lines :math:`\alpha_k + t\beta_k`; with :math:`i`
+      the piece on top just after :math:`t = 0`, the point moves to the first breakpoint of
+      their upper envelope,
+
+      .. math:: t^\star = \min_{k:\ \beta_k > \beta_i} \frac{\alpha_i - \alpha_k}{\beta_k - \beta_i} \ \ge 0,
+
+      where piece :math:`i` and the minimising :math:`k` tie *and are the maximum*
+      (:math:`\partial f \supseteq [a_i, a_k]`), whatever the other pieces do. The axis and
+      its sign are drawn among those where the division is exact (a power-of-two
+      :math:`\beta_k - \beta_i`) when there are any. One kink: ``max_kinks`` does not apply.
+    * An ndarray of shape ``(dim,)``: the user's own point on a kink, returned as is.
+
+    Without ``kinks``, ``oracle`` must be one of nsopt's scalar losses, which say where they
+    are kinked: ``KinkPlanes(loss.data.X, loss.kinks())`` (the examples :math:`i` with
+    :math:`\langle x_i, w\rangle` on the kink of :math:`l(\cdot, y_i)`); a loss without kinks
+    (``loss.kinks()`` is None) gives just a dyadic point.
+
+    Exactness: the equations hold exactly for dyadic data (entries :math:`\pm 2^k` with few
+    bits, as :func:`random_scalar_loss` and :func:`piecewise_linear_max` draw them, so the
+    divisions above are exact); on other data they hold up to rounding, and an oracle that
+    decides ties exactly may then see no tie (see :func:`check_oracle` on points a few ulps off
+    a kink).
+
+    Parameters
+    ----------
+    draw
+        Supplied by hypothesis (``kink_points`` is an ``@st.composite`` strategy).
+    oracle : Oracle
+        Its ``dim`` fixes the length of the point; without ``kinks`` it must be a scalar loss
+        (with ``kinks()`` and ``data.X``).
+    max_kinks : int
+        With planes: put the point on between 1 and ``max_kinks`` of them.
+    scale : float
+        The drawn point's entries lie in ``[-scale, scale]`` before they are moved.
+    kinks : callable ``kinks(w) -> KinkPlanes | MaxPieces | ndarray``, optional
+        What the function's kinks are near the drawn point ``w`` (a new array; the callable may
+        ignore it, or use it for a local description).
+
+    Examples
+    --------
+    A user's max of affine functions, checked where two pieces tie:
+
+    >>> import numpy as np, nsopt
+    >>> from hypothesis import given, settings
+    >>> from nsopt.testing import MaxPieces, check_oracle, kink_points
+    >>> A = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0]]); b = np.array([0.0, 0.5, -1.0])
+    >>> def f(w):
+    ...     return float(np.max(A @ w + b))
+    >>> def sup(w, p):
+    ...     v = A @ w + b
+    ...     tied = np.flatnonzero(v == v.max())
+    ...     k = tied[np.argmax(A[tied] @ p)]
+    ...     return float(A[k] @ p), A[k].copy()
+    >>> oracle = nsopt.FunctionOracle(f, lambda w: A[np.argmax(A @ w + b)].copy(), dim=2,
+    ...                               sup_subgradient=sup)
+    >>> @settings(max_examples=20, database=None, derandomize=True)
+    ... @given(kink_points(oracle, kinks=lambda w: MaxPieces(A, b)))
+    ... def test(w):
+    ...     v = A @ w + b
+    ...     assert np.count_nonzero(v == v.max()) >= 2
+    ...     check_oracle(oracle, points=w, n=6)
+    >>> test()
+    """
+    d = oracle.dim
+    if d is None:
+        raise ValueError("kink_points needs oracle.dim (the number of variables), got None")
+    w = draw(points(d, scale=scale, dyadic=True))
+    if kinks is None:
+        if not (hasattr(oracle, "kinks") and hasattr(oracle, "data")):
+            raise TypeError(
+                f"kink_points: {type(oracle).__name__} does not say where it is kinked (it is "
+                "not one of nsopt's scalar losses): pass kinks=, a callable w -> KinkPlanes(normals, "
+                "offsets) or MaxPieces(slopes, intercepts)")
+        offsets = oracle.kinks()
+        if offsets is None or np.ndim(offsets) != 1:
+            return w
+        return _on_planes(draw, w, oracle.data.X, offsets, max_kinks, scale)
+    if not callable(kinks):
+        raise TypeError(f"kinks must be a callable w -> KinkPlanes | MaxPieces | point, got "
+                        f"{type(kinks).__name__}")
+    described = kinks(w.copy())
+    if isinstance(described, KinkPlanes):
+        return _on_planes(draw, w, described.normals, described.offsets, max_kinks, scale)
+    if isinstance(described, MaxPieces):
+        return _on_max_tie(draw, w, described.slopes, described.intercepts)
+    if isinstance(described, np.ndarray) and described.shape == (d,):
+        return np.array(described, dtype=np.float64)
+    raise TypeError(f"kinks(w) must return KinkPlanes(normals, offsets), MaxPieces(slopes, "
+                    f"intercepts) or a point of shape ({d},), got {type(described).__name__}"
+                    + (f" of shape {described.shape}" if isinstance(described, np.ndarray) else ""))
 
 
 class PiecewiseLinearMax(NamedTuple):

@@ -22,16 +22,10 @@
 # shrink, see what that certificate means, and compare with an L1 regularizer, which gives
 # sparse weights.
 #
-# Open this file as a notebook with `jupytext --to notebook 01_first_steps.py`, or run it as a
-# script: `python tutorials/01_first_steps.py`.
+# Open this file as a notebook with `jupytext --to notebook 01_first_steps.py` (the figures
+# then appear inline), or run it as a script: `python tutorials/01_first_steps.py`.
 
 # %%
-import os
-import tempfile
-
-import matplotlib
-
-matplotlib.use("Agg")  # no window: the figure is saved to a file
 import matplotlib.pyplot as plt
 import numpy as np
 
@@ -106,10 +100,7 @@ ax2.set_xlabel("iteration")
 ax2.set_ylabel("relative gap (fun - lower) / fun")
 ax2.legend()
 fig.tight_layout()
-figure_path = os.path.join(tempfile.mkdtemp(), "bmrm_gap.png")
-fig.savefig(figure_path, dpi=80)
-plt.close(fig)
-print("saved", figure_path)
+plt.show()
 
 # %% [markdown]
 # ## The certificate

@@ -28,16 +28,11 @@
 # 4. runs `ExcessiveGap` on SVM data and compares its measured gap with $O(1/k^2)$.
 #
 # Run it as a script (`python tutorials/02_lower_bounds.py`) or open it as a notebook with
-# `jupytext --to notebook 02_lower_bounds.py`.
+# `jupytext --to notebook 02_lower_bounds.py` (the figures then appear inline).
 
 # %%
 import math
-import os
-import tempfile
 
-import matplotlib
-
-matplotlib.use("Agg")  # no window: the figure is saved to a file
 import matplotlib.pyplot as plt
 import numpy as np
 from scipy.linalg import hadamard
@@ -202,6 +197,4 @@ for name, r in runs.items():
 ax2.set(xlabel="iteration $k$", ylabel="certified gap", title=f"SVM, m = {m}, $\\lambda$ = {lam_svm}")
 ax2.legend(fontsize=8)
 fig.tight_layout()
-path = os.path.join(tempfile.mkdtemp(), "lower_bounds.png")
-fig.savefig(path, dpi=80)
-print("figure saved to", path)
+plt.show()
