@@ -977,7 +977,7 @@ def cmd_solve(args, out):
     if args.test is not None:
         Xt, yt, twhere = _load(args.test, multilabel=task.kind == "multilabel",
                                n_labels=len(task.classes) if task.kind == "multilabel" else None,
-                               synthetic=(args.n_samples, args.seed + 1))
+                               synthetic=(args.n_samples, args.seed))
         if (yt.ndim == 2) != (task.kind == "multilabel"):
             raise UsageError(f"{twhere} is {'' if yt.ndim == 2 else 'not '}multilabel, the "
                              f"training data is {task.kind}")
