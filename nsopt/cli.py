@@ -162,8 +162,8 @@ def _add_problem_options(p):
     by_kind = {}
     for name, kind in kinds.items():
         by_kind.setdefault(kind, []).append(name)
-    p.add_argument("--loss", type=_loss_name, choices=list(kinds), default=None,
-                   help="loss; " + "; ".join(f"{kind}: {', '.join(names)}"
+    p.add_argument("--loss", type=_loss_name, choices=list(kinds), default=None, metavar="LOSS",
+                   help="the loss; " + "; ".join(f"{kind}: {', '.join(names)}"
                                              for kind, names in by_kind.items())
                         + ". Default: hinge for two classes, multiclass-hinge for more, "
                           "multilabel-hinge for multilabel data (regression losses must be asked for)")
@@ -217,8 +217,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "optionally save the model for nsopt predict.")
     _add_data_argument(solve)
     _add_problem_options(solve)
-    solve.add_argument("--method", choices=sorted(SOLVERS), default="bmrm",
-                       help="solver; default %(default)s")
+    solve.add_argument("--method", choices=sorted(SOLVERS), default="bmrm", metavar="METHOD",
+                       help="the solver: " + ", ".join(sorted(SOLVERS)) + "; default %(default)s")
     solve.add_argument("--bounds", nargs=2, type=float, default=None, metavar=("LB", "UB"),
                        help="the box LB <= w_j <= UB on every weight, a constraint (required by "
                             "--method level-bundle, which certifies over it; only that method "

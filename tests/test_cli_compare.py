@@ -180,3 +180,28 @@ def test_reach_is_the_first_row_at_or_below_the_level():
             assert hit == (h["time"][i], h["nfev"][i])
             assert i == 0 or rel[i - 1] > level
     assert reach(res, 1e-4) is not None and math.isfinite(reach(res, 1e-4)[0])
+
+
+def test_compare_ctrl_c_stops_after_the_interrupted_run(data, tmp_path, capsys, monkeypatch,
+                                                        captured):
+    """KeyboardInterrupt in the 6th oracle call (inside bmrm): bmrm's best point is kept with
+    status interrupted, the other methods are skipped, the table and the plot show bmrm, 130."""
+    calls = {"n": 0}
+    original = nsopt.losses.Hinge._value_and_subgradient
+
+    def interrupting(self, w):
+        calls["n"] += 1
+        if calls["n"] == 6:
+            raise KeyboardInterrupt
+        return original(self, w)
+
+    monkeypatch.setattr(nsopt.losses.Hinge, "_value_and_subgradient", interrupting)
+    plot = tmp_path / "c.png"
+    code = main(["compare", data, "--methods", "bmrm,sublbfgs", "--lam", "1e-4", "--no-live",
+                 "--plot", str(plot)])
+    text = capsys.readouterr().out
+    assert code == 130
+    _, rows = table_rows(text, ["bmrm", "sublbfgs"])
+    assert list(rows) == ["bmrm"] and rows["bmrm"][3] == "interrupted"
+    assert list(captured["results"]) == ["bmrm"] and plot.is_file()
+    assert "bmrm interrupted" in text

@@ -361,3 +361,18 @@ def test_predict_errors(tmp_path, capsys):
     assert code == 2 and "is multilabel, the model" in err and "multiclass" in err
     code, err = error_of(["predict", str(model_path), data, "--output", "/no/such/dir/p.txt"], capsys)
     assert code == 2 and "--output" in err and "does not exist" in err
+
+
+def test_multilabel_detected_from_an_empty_label(tmp_path, capsys):
+    """A first line without labels (it starts with a feature) is multilabel syntax too."""
+    path = tmp_path / "ml.svm"
+    path.write_text(" 1:0.3 2:1\n0,1 1:1 2:0.5\n1,2 2:2\n0 1:-1\n2 1:1 2:1\n")
+    model_path = tmp_path / "m.npz"
+    assert main(["solve", str(path), "--lam", "0.1", "--quiet", "--model", str(model_path)]) == 0
+    capsys.readouterr()
+    z = npz(model_path)
+    assert str(z["kind"]) == "multilabel" and z["classes"].tolist() == [0, 1, 2]
+    bad = tmp_path / "bad.svm"
+    bad.write_text("1 1:0.3\n2 x:1\n")
+    code, err = error_of(["solve", str(bad)], capsys)  # a malformed line: the first reading's error
+    assert code == 2 and "line 2" in err
