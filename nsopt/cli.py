@@ -364,7 +364,8 @@ def _binary_labels(y, where):
 
 
 def _task_kind(loss, y, where):
-    """(kind, loss name) for labels ``y``: the kind of ``loss`` if given, else from the labels."""
+    """(kind, loss name) for labels ``y``: the kind of ``loss`` if given, else the kind of the
+    labels and its :data:`DEFAULT_LOSS`."""
     if y.ndim == 2:
         if loss is not None and _loss_kinds()[loss] != "multilabel":
             raise UsageError(f"{where} is multilabel (comma-separated labels); --loss {loss} is not "
@@ -381,7 +382,8 @@ def _task_kind(loss, y, where):
         raise UsageError(
             f"{where} has {len(labels)} distinct labels, not all integers ({_show_labels(labels)}): "
             f"for regression pass --loss {_or(LOSS_KINDS['regression'])}")
-    return ("multiclass" if len(labels) > 2 else "binary"), None
+    kind = "multiclass" if len(labels) > 2 else "binary"
+    return kind, DEFAULT_LOSS[kind]
 
 
 def _encode(kind, y, classes, where):
@@ -420,8 +422,7 @@ class _Task:
     bias: float             # -1: none (liblinear's convention)
 
     def describe(self):
-        m, d = self.X.shape
-        text = (f"{self.where}: {m} examples x {self.n_features} features, {self.X.nnz} nonzeros"
+        text = (f"{self.where}: {self.X.shape[0]} examples x {self.n_features} features, {self.X.nnz} nonzeros"
                 + (f" (+ a bias feature of value {self.bias:g})" if self.bias > 0 else ""))
         if self.kind == "binary":
             return (text + f"; label {self.classes[1]:g} -> +1, {self.classes[0]:g} -> -1")
@@ -446,13 +447,11 @@ def _prepare(args, data):
     kind, loss = _task_kind(args.loss, y, where)
     if kind == "binary":
         _, classes = _binary_labels(y, where)
-        loss = loss or DEFAULT_LOSS[kind]
     elif kind == "multiclass":
         classes = np.unique(y)
         if len(classes) < 2:
             raise UsageError(f"{where} has a single label ({_show_labels(classes)}); "
                              "a classifier needs two classes")
-        loss = loss or DEFAULT_LOSS[kind]
     elif kind == "multilabel":
         classes = np.arange(y.shape[1])
     else:
@@ -697,7 +696,8 @@ def _metrics(model, X, y, scores=None):
                 "MAE": float(np.mean(np.abs(predicted - y)))}
     out = {"accuracy": float(np.mean(predicted == y))}
     if model.kind == "binary":
-        auc = _auc(f, y == model.classes[1])
+        known = np.isin(y, model.classes)
+        auc = _auc(f[known], y[known] == model.classes[1])
         if math.isfinite(auc):
             out["AUC"] = auc
     return out
