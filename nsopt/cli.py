@@ -197,6 +197,13 @@ def build_parser() -> argparse.ArgumentParser:
         prog="nsopt",
         description="Minimize regularized risks with certified gaps: every run ends with a proven "
                     "lower bound on the optimum.",
+        epilog="examples:\n"
+               "  nsopt demo\n"
+               "  nsopt solve a9a --lam 1e-4 --test a9a.t --model a9a.npz\n"
+               "  nsopt predict a9a.npz a9a.t --output a9a.pred\n"
+               "  nsopt compare synthetic --methods bmrm,proximal-bundle,sublbfgs --max-time 30\n"
+               "\n'nsopt COMMAND --help' describes each command.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
@@ -1121,6 +1128,9 @@ def cmd_compare(args, out):
     note(f"{task.loss} + lam * {args.reg}, lam = {args.lam:g}, rtol = {args.rtol:g}: "
          f"{', '.join(methods)}")
 
+    # one oracle call first, so that compiling the loss's kernels (numba, on a first use)
+    # is not charged to whichever method runs first
+    problem.value_and_subgradient(np.zeros(problem.dim))
     results = {}
     for method, solver in solvers.items():
         note(f"\n{method}")
