@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import nsopt
 from nsopt.cli import LinearModel, load_model, main
@@ -376,3 +379,47 @@ def test_multilabel_detected_from_an_empty_label(tmp_path, capsys):
     bad.write_text("1 1:0.3\n2 x:1\n")
     code, err = error_of(["solve", str(bad)], capsys)  # a malformed line: the first reading's error
     assert code == 2 and "line 2" in err
+
+
+@given(st.lists(st.tuples(st.integers(-3, 3), st.booleans()), min_size=2, max_size=40))
+def test_auc_is_the_pairwise_probability(pairs):
+    """_auc (mid-ranks) equals its definition over all positive-negative pairs, ties counting
+    one half (scores from a small set of integers: many ties); NaN with a single class."""
+    from nsopt.cli import _auc
+
+    scores = np.array([s for s, _ in pairs], dtype=float)
+    positive = np.array([p for _, p in pairs])
+    if positive.all() or not positive.any():
+        assert math.isnan(_auc(scores, positive))
+    else:
+        assert _auc(scores, positive) == pytest.approx(pairwise_auc(scores, positive), abs=1e-12)
+
+
+@settings(max_examples=25, deadline=None)
+@given(kind=st.sampled_from(["binary", "multiclass", "multilabel", "regression"]),
+       d=st.integers(1, 5), k=st.integers(2, 4), bias=st.sampled_from([-1.0, 0.5, 3.0]),
+       seed=st.integers(0, 2**16))
+def test_save_and_load_model_round_trip(tmp_path_factory, kind, d, k, bias, seed):
+    """Whatever the kind, the file gives back the same model: weights bit for bit, classes,
+    bias, and the same predictions on data with extra features (which it ignores)."""
+    from nsopt.cli import save_model
+
+    rng = np.random.default_rng(seed)
+    rows = d + (bias > 0)
+    vector = kind in ("binary", "regression")
+    weights = rng.normal(size=(rows,) if vector else (rows, k))
+    classes = {"binary": np.array([-1.0, 1.0]), "multiclass": np.arange(k) * 2.5 - 1,
+               "multilabel": np.arange(k, dtype=float), "regression": np.empty(0)}[kind]
+    model = LinearModel(kind=kind, loss="some-loss", weights=weights, classes=classes, bias=bias,
+                        n_features=d, lam=0.25, reg="l2", info={"note": "x"})
+    res = nsopt.Result(x=weights.ravel(), fun=1.0, lower_bound=0.5, gap=0.5, nit=3, nfev=4,
+                       status=nsopt.Status.MAX_ITER, success=False, message="", time=0.1,
+                       history={}, certificate=None)
+    path = tmp_path_factory.mktemp("m") / "m.npz"
+    save_model(path, model, res)
+    back = load_model(path)
+    assert back.kind == kind and back.bias == bias and back.n_features == d and back.lam == 0.25
+    assert np.array_equal(back.weights, weights) and np.array_equal(back.classes, classes)
+    assert back.info["note"] == "x" and back.info["status"] == "max_iter"
+    X = rng.normal(size=(6, d + 2))  # two features the model never saw
+    assert np.array_equal(back.predict(X), model.predict(X[:, :d]))
