@@ -30,7 +30,7 @@ from .losses.intercept import InterceptHinge
 from .oracle import Composed, FunctionOracle, Max, Oracle, Scaled, Sum
 from .problem import RegularizedRisk
 
-__all__ = ["to_cvxpy", "from_cvxpy", "CvxpyProblem", "CvxpyOracle", "SUPPORTED", "UNSUPPORTED",
+__all__ = ["to_cvxpy", "from_cvxpy", "cvxpy_expression", "CvxpyProblem", "CvxpyOracle", "SUPPORTED", "UNSUPPORTED",
            "cvxpy_support"]
 
 
@@ -370,8 +370,33 @@ def cvxpy_support() -> list[tuple[str, str, bool, str]]:
     return rows
 
 
+def cvxpy_expression(oracle: Oracle, w) -> tuple[Any, list]:
+    """``(expression, constraints)``: ``oracle`` as a cvxpy expression of the affine cvxpy
+    expression ``w`` (shape ``(dim,)``, nsopt's layout), with the domain constraints of its
+    regularizers, to build a larger cvxpy model (a free bias, extra constraints) around it.
+
+    Translates what :func:`to_cvxpy` translates (a regularizer needs no fixed ``dim`` here);
+    raises ``NotImplementedError`` likewise.
+
+    Examples
+    --------
+    The hinge with a free (unregularized) bias, through a constant feature:
+
+    >>> import cvxpy as cp, numpy as np, nsopt
+    >>> from nsopt.cvx import cvxpy_expression
+    >>> X, y = nsopt.datasets.make_dense_binary(40, 3, random_state=0)
+    >>> w, b = cp.Variable(3), cp.Variable()
+    >>> Xb = np.hstack([X, np.ones((40, 1))])
+    >>> loss, _ = cvxpy_expression(nsopt.losses.Hinge(Xb, y), cp.hstack([w, b]))
+    >>> omega, _ = cvxpy_expression(nsopt.regularizers.L2(), w)
+    >>> f_star = cp.Problem(cp.Minimize(0.1 * omega + loss)).solve(solver="CLARABEL")
+    >>> bool(f_star <= nsopt.RegularizedRisk(nsopt.losses.Hinge(X, y), lam=0.1).value(w.value))
+    True
+    """
+    return _translate(oracle, w)
+
+
 def _translate(oracle: Oracle, w) -> tuple[Any, list]:
-    """``(expression, constraints)`` of ``oracle`` at the affine cvxpy expression ``w``."""
     cp = _cp()
     kind = type(oracle)
     if kind is RegularizedRisk:
