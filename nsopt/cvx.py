@@ -4,7 +4,8 @@ r"""cvxpy, both ways: an nsopt problem as a ``cvxpy.Problem``, a cvxpy expressio
   a nonnegative multiple, an affine pre-composition or a pointwise max of such pieces) as a
   ``cvxpy.Problem`` in one vector variable laid out as nsopt's ``w`` (a multiclass
   :math:`W`, d x k, flattened in C order), so that a result can be cross-checked by an
-  independent conic solver in two lines. :data:`SUPPORTED` and :data:`UNSUPPORTED` say, per
+  independent conic solver in two lines (NDCG and the chain hinge through the LP dual of
+  their inner maximisation, with auxiliary variables). :data:`SUPPORTED` and :data:`UNSUPPORTED` say, per
   loss and regularizer class, what the translation is or why there is none;
   :func:`cvxpy_support` lists them as rows (the table of ``docs/interop.md``).
 * :func:`from_cvxpy` turns a scalar convex cvxpy expression of one variable into an
@@ -30,8 +31,8 @@ from .losses.intercept import InterceptHinge
 from .oracle import Composed, FunctionOracle, Max, Oracle, Scaled, Sum
 from .problem import RegularizedRisk
 
-__all__ = ["to_cvxpy", "from_cvxpy", "cvxpy_expression", "CvxpyProblem", "CvxpyOracle", "SUPPORTED", "UNSUPPORTED",
-           "cvxpy_support"]
+__all__ = ["to_cvxpy", "from_cvxpy", "cvxpy_expression", "CvxpyProblem", "CvxpyOracle", "SUPPORTED",
+           "UNSUPPORTED", "AUXILIARY", "cvxpy_support"]
 
 
 def _cp():
@@ -62,9 +63,18 @@ class CvxpyProblem(NamedTuple):
     variable: Any
 
     def objective_at(self, w) -> float:
-        """:math:`J(w)` as cvxpy computes it (sets ``variable.value = w``)."""
-        self.variable.value = np.asarray(w, dtype=np.float64).reshape(self.variable.shape)
-        return float(self.problem.objective.value)
+        """:math:`J(w)` as cvxpy computes it (sets ``variable.value = w``). With auxiliary
+        variables (:data:`AUXILIARY` losses) it minimises over them with ``w`` fixed, by
+        Clarabel: exact to the solver's tolerance."""
+        cp = _cp()
+        w = np.asarray(w, dtype=np.float64).reshape(self.variable.shape)
+        self.variable.value = w
+        if all(v is self.variable for v in self.problem.variables()):
+            return float(self.problem.objective.value)
+        fixed = cp.Problem(self.problem.objective, [*self.problem.constraints, self.variable == w])
+        fixed.solve(solver=cp.CLARABEL, tol_gap_abs=1e-11, tol_gap_rel=1e-11, tol_feas=1e-11)
+        self.variable.value = w
+        return float(fixed.value)
 
 
 def _data(loss):
@@ -258,9 +268,51 @@ def _prbep(loss, w):
     return cp.max(pos_terms[a] + neg_terms[b] + (1.0 - a / p))
 
 
-def _ndcg_reason():
-    return ("a max over the n! rankings of each query (a linear assignment problem); its "
-            "value is an LP in auxiliary variables, not a closed-form cvxpy expression of w")
+def _ndcg(loss, w):
+    r"""Per query, the dual of the assignment LP :math:`\max_{P} \langle P, C(f)\rangle` over
+    the doubly stochastic matrices (whose vertices are the rankings):
+    :math:`\min \{\textstyle\sum u + \sum v : u_i + v_j \ge c_i f_j - a_i b_j\}`."""
+    cp = _cp()
+    f = _scores(loss, w)
+    terms, constraints = [], []
+    for rows, c, c_bar, a, b in loss._queries:
+        n = rows.size
+        u, v = cp.Variable(n), cp.Variable(n)
+        fq = f[rows]
+        constraints.append(cp.reshape(u, (n, 1), order="C") + cp.reshape(v, (1, n), order="C")
+                           >= cp.outer(c, fq) - np.outer(a, b))
+        terms.append(cp.sum(u) + cp.sum(v) - c_bar @ fq + float(a @ b))
+    return cp.sum(cp.hstack(terms)) / loss.n_queries, constraints
+
+
+def _chain_hinge(loss, w):
+    r"""Per sequence, Viterbi as an LP: the loss-augmented best path score is the least
+    :math:`\max_s V_T(s)` with :math:`V_1 \ge U_1`,
+    :math:`V_t(s) \ge V_{t-1}(r) + A_{rs} + U_t(s)`, where
+    :math:`U_t(s) = \langle E_s, x_t\rangle + [s \ne y_t]/T`; minus the true path's score."""
+    cp = _cp()
+    S, F = loss.n_states, loss.n_features
+    E = cp.reshape(w[:S * F], (S, F), order="C")
+    X = loss.X_all.tocsr() if sp.issparse(loss.X_all) else np.asarray(loss.X_all)
+    scores = X @ E.T                                     # (positions, S)
+    y = loss.y_all
+    A = cp.reshape(w[S * F:], (S, S), order="C")
+    true_emission = cp.sum(cp.multiply(np.eye(S)[y], scores), axis=1)
+    terms, constraints = [], []
+    for i, (start, stop) in enumerate(zip(loss.offsets[:-1], loss.offsets[1:])):
+        T = int(stop - start)
+        hamming = (np.arange(S)[None, :] != y[start:stop, None]) / T
+        U = scores[start:stop] + hamming
+        V = cp.Variable((T, S))
+        constraints.append(V[0] >= U[0])
+        true = cp.sum(true_emission[start:stop])
+        for t in range(1, T):
+            constraints.append(cp.reshape(V[t - 1], (S, 1), order="C") + A
+                               + cp.reshape(U[t], (1, S), order="C")
+                               <= cp.reshape(V[t], (1, S), order="C"))
+            true = true + w[S * F + y[start + t - 1] * S + y[start + t]]
+        terms.append(loss.c[i] * (cp.max(V[T - 1]) - true))
+    return cp.sum(cp.hstack(terms)), constraints
 
 
 _LOSSES = {
@@ -287,15 +339,18 @@ _LOSSES = {
     MV.FBeta: (_fbeta, "max over the (m+ + 1)(m- + 1) contingency tables of Delta + "
                        "2 sum_largest(-f+, .) + 2 sum_largest(f-, .)"),
     MV.PRBEP: (_prbep, "max over the tables with m+ predicted positives, as FBeta"),
+    MV.NDCG: (_ndcg, "per query, the dual of the assignment LP over rankings: "
+                     "min sum(u) + sum(v) s.t. u_i + v_j >= c_i f_j - a_i b_j (auxiliary u, v)"),
+    ST.ChainHinge: (_chain_hinge, "per sequence, Viterbi as an LP: max(V_T) - true path score, "
+                                  "V_t >= V_{t-1} + A + U_t (auxiliary V)"),
 }
 
+#: losses whose cvxpy form has auxiliary variables (an LP dual of their inner maximisation)
+AUXILIARY = frozenset({MV.NDCG, ST.ChainHinge})
+
 _UNSUPPORTED_LOSSES = {
-    MV.NDCG: _ndcg_reason(),
     ST.StructuredHinge: ("a max over a user-defined output space known only through its "
                          "loss-augmented argmax oracle; cvxpy needs the function in closed form"),
-    ST.ChainHinge: ("a max over the k^T labellings of each sequence (Viterbi); its value is an "
-                    "LP over the chain's marginal polytope in auxiliary variables, not a "
-                    "closed-form cvxpy expression of w"),
     InterceptHinge: ("the bias is minimised inside the loss; write the hinge with a free bias "
                      "variable in cvxpy instead"),
     FunctionOracle: ("user callables are a black box: cvxpy needs the function built from its "
@@ -410,7 +465,8 @@ def _translate(oracle: Oracle, w) -> tuple[Any, list]:
     if kind in _REGULARIZERS:
         return _REGULARIZERS[kind][0](oracle, w)
     if kind in _LOSSES:
-        return _LOSSES[kind][0](oracle, w), []
+        out = _LOSSES[kind][0](oracle, w)
+        return out if kind in AUXILIARY else (out, [])
     if kind is Sum:
         parts = [_translate(t, w) for t in oracle.terms]
         return cp.sum(cp.hstack([e for e, _ in parts])), [c for _, cs in parts for c in cs]
@@ -426,8 +482,9 @@ def _translate(oracle: Oracle, w) -> tuple[Any, list]:
         return _translate(oracle.f, A @ w + oracle.b)
     if kind is Max:
         parts = [_translate(t, w) for t in oracle.pieces]
-        return cp.maximum(*[e for e, _ in parts]) if len(parts) > 1 else parts[0][0], \
-            [c for _, cs in parts for c in cs]
+        pieces = [e for e, _ in parts]
+        return (cp.maximum(*pieces) if len(pieces) > 1 else pieces[0],
+                [c for _, cs in parts for c in cs])
     if kind in UNSUPPORTED:
         raise NotImplementedError(f"to_cvxpy: {kind.__name__} has no cvxpy form: {UNSUPPORTED[kind]}")
     raise NotImplementedError(
@@ -461,19 +518,23 @@ def to_cvxpy(problem: Oracle) -> CvxpyProblem:
         A named pair ``(problem, variable)``: ``problem`` a ``cvxpy.Problem`` whose objective
         at ``variable.value = w`` equals ``problem.value(w)`` (on the regularizer's domain),
         ``variable`` a ``cvxpy.Variable`` of shape ``(dim,)`` in nsopt's layout (a
-        multiclass :math:`W` flattened in C order). ``objective_at(w)`` evaluates it.
+        multiclass :math:`W` flattened in C order). ``objective_at(w)`` evaluates it. The
+        :data:`AUXILIARY` losses (NDCG, ChainHinge) are LP duals with auxiliary variables:
+        their objective equals :math:`J(w)` once minimised over those, which
+        ``objective_at`` does.
 
     Raises
     ------
     NotImplementedError
-        For a loss or oracle cvxpy cannot express (NDCG, the structured hinges, user
-        callables), naming it and saying why.
+        For a loss or oracle cvxpy cannot express (StructuredHinge with user inference, user
+        callables, oracles of unknown form), naming it and saying why.
 
     Notes
     -----
     Sizes: a pairwise loss becomes one hinge per pair (:math:`m_+ m_-` for
     :class:`~nsopt.losses.ROCArea`, up to :math:`m^2/2` for ordinal regression); FBeta a max
-    over :math:`(m_+ + 1)(m_- + 1)` tables. Fine for cross-checks on small data, not a way to
+    over :math:`(m_+ + 1)(m_- + 1)` tables; NDCG :math:`n^2` constraints per query of ``n``
+    documents; ChainHinge :math:`T S^2` per sequence of length ``T``. Fine for cross-checks on small data, not a way to
     solve large problems.
 
     Examples
