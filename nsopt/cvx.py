@@ -5,9 +5,9 @@ r"""cvxpy, both ways: an nsopt problem as a ``cvxpy.Problem``, a cvxpy expressio
   ``cvxpy.Problem`` in one vector variable laid out as nsopt's ``w`` (a multiclass
   :math:`W`, d x k, flattened in C order), so that a result can be cross-checked by an
   independent conic solver in two lines (NDCG and the chain hinge through the LP dual of
-  their inner maximisation, with auxiliary variables). :data:`SUPPORTED` and :data:`UNSUPPORTED` say, per
-  loss and regularizer class, what the translation is or why there is none;
-  :func:`cvxpy_support` lists them as rows (the table of ``docs/interop.md``).
+  their inner maximisation, with auxiliary variables). :data:`SUPPORTED` and
+  :data:`UNSUPPORTED` say, per loss and regularizer class, what the translation is or why
+  there is none; :func:`cvxpy_support` lists them as rows (the table of ``docs/interop.md``).
 * :func:`from_cvxpy` turns a scalar convex cvxpy expression of one variable into an
   :class:`~nsopt.Oracle` (value by ``expr.value``, subgradient by cvxpy's own ``expr.grad``),
   so a CVX model can be handed to a bundle method.
@@ -39,7 +39,8 @@ def _cp():
     try:
         import cvxpy
     except ImportError as exc:  # pragma: no cover - cvxpy is in the test extra
-        raise ImportError("the cvxpy bridge needs cvxpy: pip install 'cvxpy>=1.4' clarabel") from exc
+        raise ImportError("the cvxpy bridge needs cvxpy: pip install 'cvxpy>=1.4' clarabel") \
+            from exc
     return cvxpy
 
 
@@ -253,8 +254,8 @@ def _fbeta(loss, w):
     a, b = np.arange(p + 1)[:, None], np.arange(n + 1)[None, :]
     b2 = loss.beta ** 2
     delta = 1.0 - (1.0 + b2) * a / (a + n - b + b2 * p)
-    table = (cp.reshape(pos_terms, (p + 1, 1), order="C") + cp.reshape(neg_terms, (1, n + 1), order="C")
-             + delta)
+    table = (cp.reshape(pos_terms, (p + 1, 1), order="C")
+             + cp.reshape(neg_terms, (1, n + 1), order="C") + delta)
     return cp.max(table)
 
 
@@ -444,8 +445,10 @@ def cvxpy_expression(oracle: Oracle, w) -> tuple[Any, list]:
     >>> Xb = np.hstack([X, np.ones((40, 1))])
     >>> loss, _ = cvxpy_expression(nsopt.losses.Hinge(Xb, y), cp.hstack([w, b]))
     >>> omega, _ = cvxpy_expression(nsopt.regularizers.L2(), w)
-    >>> f_star = cp.Problem(cp.Minimize(0.1 * omega + loss)).solve(solver="CLARABEL")
-    >>> bool(f_star <= nsopt.RegularizedRisk(nsopt.losses.Hinge(X, y), lam=0.1).value(w.value))
+    >>> with_bias = cp.Problem(cp.Minimize(0.1 * omega + loss)).solve(solver="CLARABEL")
+    >>> J = nsopt.RegularizedRisk(nsopt.losses.Hinge(X, y), lam=0.1)
+    >>> without = nsopt.to_cvxpy(J).problem.solve(solver="CLARABEL")
+    >>> bool(with_bias <= without + 1e-8)   # a free bias can only lower the optimum
     True
     """
     return _translate(oracle, w)
@@ -486,7 +489,8 @@ def _translate(oracle: Oracle, w) -> tuple[Any, list]:
         return (cp.maximum(*pieces) if len(pieces) > 1 else pieces[0],
                 [c for _, cs in parts for c in cs])
     if kind in UNSUPPORTED:
-        raise NotImplementedError(f"to_cvxpy: {kind.__name__} has no cvxpy form: {UNSUPPORTED[kind]}")
+        raise NotImplementedError(
+            f"to_cvxpy: {kind.__name__} has no cvxpy form: {UNSUPPORTED[kind]}")
     raise NotImplementedError(
         f"to_cvxpy: {kind.__name__} has no cvxpy form: an oracle is known only through its "
         "values and subgradients; to_cvxpy translates RegularizedRisk, the losses and "
@@ -534,8 +538,8 @@ def to_cvxpy(problem: Oracle) -> CvxpyProblem:
     Sizes: a pairwise loss becomes one hinge per pair (:math:`m_+ m_-` for
     :class:`~nsopt.losses.ROCArea`, up to :math:`m^2/2` for ordinal regression); FBeta a max
     over :math:`(m_+ + 1)(m_- + 1)` tables; NDCG :math:`n^2` constraints per query of ``n``
-    documents; ChainHinge :math:`T S^2` per sequence of length ``T``. Fine for cross-checks on small data, not a way to
-    solve large problems.
+    documents; ChainHinge :math:`T S^2` per sequence of length ``T``. Fine for cross-checks
+    on small data, not a way to solve large problems.
 
     Examples
     --------
@@ -595,7 +599,8 @@ class CvxpyOracle(Oracle):
         self.missing_grad = missing_grad
         self.dim = int(variable.size)
         self.lower_bound = 0.0 if expression.is_nonneg() else -math.inf
-        self._domain = list(expression.domain)
+        # the domain constraints that involve the variable (constant ones always hold)
+        self._domain = [c for c in expression.domain if c.variables()]
         self.finite = not self._domain
         self._dual = None  # the fallback problem, built on first use
 

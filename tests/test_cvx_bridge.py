@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 import nsopt
 from nsopt import losses as L
 from nsopt import regularizers as R
-from nsopt.cvx import AUXILIARY, SUPPORTED, UNSUPPORTED, CvxpyProblem, cvxpy_support, from_cvxpy, to_cvxpy
+from nsopt.cvx import (AUXILIARY, SUPPORTED, UNSUPPORTED, CvxpyProblem, cvxpy_support, from_cvxpy,
+                       to_cvxpy)
 from nsopt.testing import check_oracle
 
 cp = pytest.importorskip("cvxpy")
@@ -147,8 +148,9 @@ def test_support_table_covers_every_loss_and_regularizer():
         kind, ok, note = rows[cls.__name__]
         assert kind == "loss" and ok == (cls in SUPPORTED) and note
         assert (cls in SUPPORTED) != (cls in UNSUPPORTED)
-    regs = {cls for name, cls in vars(R).items() if isinstance(cls, type)
-            and issubclass(cls, R.Regularizer) and not name.startswith("_") and cls is not R.Regularizer}
+    regs = {cls for name, cls in vars(R).items()
+            if isinstance(cls, type) and issubclass(cls, R.Regularizer)
+            and not name.startswith("_") and cls is not R.Regularizer}
     assert regs <= set(SUPPORTED)
 
 
@@ -303,6 +305,7 @@ def _oracle(name):
 def test_from_cvxpy_value_matches_numpy_and_check_oracle(name):
     f, fn, expr, x = _oracle(name)
     assert f.dim == N and f.lower_bound == (0.0 if expr.is_nonneg() else -np.inf)
+    assert f.finite  # quad_over_lin's domain constraint is on a constant only
     rng = np.random.default_rng(5)
     for _ in range(5):
         w = 2.0 * rng.standard_normal(N)
