@@ -20,7 +20,7 @@ __all__ = [
     "RegularizedRisk", "minimize", "path", "Result", "Status", "load_result", "Certificate",
     "CertificateError",
     "NonConvexError", "OracleNumericalError",
-    "losses", "regularizers", "solvers", "io", "datasets", "plot",
+    "losses", "regularizers", "solvers", "io", "datasets", "plot", "to_cvxpy", "from_cvxpy",
 ]
 
 
@@ -31,4 +31,8 @@ def __getattr__(name):
         import importlib
 
         return importlib.import_module(".plot", __name__)
+    if name in ("to_cvxpy", "from_cvxpy"):  # nsopt.cvx imports cvxpy only when called
+        from . import cvx
+
+        return getattr(cvx, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,11 +1,17 @@
 """Independent reference optima from cvxpy (Clarabel, falling back to SCS; never HiGHS) and
-small test problems shared by the solver tests."""
+small test problems shared by the solver tests.
+
+The problem -> cvxpy translation is nsopt's public one (:func:`nsopt.to_cvxpy`,
+:func:`nsopt.cvx.cvxpy_expression`, tested in ``tests/test_cvx_bridge.py``); this module keeps
+the test problems and the solve settings.
+"""
 from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
 
-from nsopt import regularizers as R
+import nsopt
+from nsopt import losses as L
 
 
 def small_binary(m=80, d=6, seed=0, sparse=False, unit_rows=False):
@@ -33,63 +39,42 @@ def cvxpy_multiclass_hinge(X, y, k, reg, lam):
     """Crammer-Singer: mean_i max_j (f_ij - f_iy + [j != y_i]) + lam Omega(vec W)."""
     import cvxpy as cp
 
-    X = X.toarray() if sp.issparse(X) else X
-    m, d = X.shape
-    W = cp.Variable((d, k))
-    onehot = np.eye(k)[y]
-    scores = X @ W
-    loss = cp.sum(cp.max(scores + 1 - onehot, axis=1) - cp.sum(cp.multiply(onehot, scores), axis=1)) / m
-    omega, cons = cvx_regularizer(reg, cp.vec(W, order="C"))
-    prob = cp.Problem(cp.Minimize(lam * omega + loss), cons)
+    J = nsopt.RegularizedRisk(L.MulticlassHinge(X, y, n_classes=k), reg, lam)
+    prob, _ = nsopt.to_cvxpy(J)
     prob.solve(solver=cp.CLARABEL)
     assert prob.status in ("optimal", "optimal_inaccurate"), prob.status
     return float(prob.value)
 
 
 def cvx_regularizer(reg, w):
-    import cvxpy as cp
+    """``(Omega(w), domain constraints)`` as cvxpy expressions of ``w``."""
+    from nsopt.cvx import cvxpy_expression
 
-    if isinstance(reg, R.L2):
-        return 0.5 * cp.sum_squares(w), []
-    if isinstance(reg, R.L1):
-        return cp.norm1(w), []
-    if isinstance(reg, R.Lp):
-        return 0.5 * cp.square(cp.pnorm(w, reg.p)), []
-    if isinstance(reg, R.QuadraticForm):
-        return 0.5 * cp.quad_form(w, cp.psd_wrap(reg.Q)), []
-    if isinstance(reg, R.ElasticNet):
-        r = reg.l1_ratio
-        return r * cp.norm1(w) + 0.5 * (1 - r) * cp.sum_squares(w), []
-    if isinstance(reg, R.KL):
-        return cp.sum(cp.kl_div(w, reg.prior)), [cp.sum(w) == 1]
-    if isinstance(reg, R.NegEntropy):
-        cons = [cp.sum(w) == 1] if reg.normalized else []
-        return -cp.sum(cp.entr(w)), cons
-    raise NotImplementedError(type(reg).__name__)
+    return cvxpy_expression(reg, w)
+
+
+#: the loss names of the solver tests: a class name in lower case ("squaredhinge") or a
+#: registry name of nsopt.losses.LOSSES ("squared-hinge")
+_LOSS_CLASSES = {cls.__name__.lower(): cls for cls in L.LOSSES.values()}
+
+
+def _loss(name, X, y):
+    cls = _LOSS_CLASSES.get(name) or L.get_loss(name)
+    return cls(X, y)
 
 
 def cvx_loss(name, X, y, w):
-    import cvxpy as cp
+    """The loss ``name`` on ``(X, y)`` as a cvxpy expression of ``w`` (mean over examples)."""
+    from nsopt.cvx import cvxpy_expression
 
-    X = X.toarray() if sp.issparse(X) else X
-    m = X.shape[0]
-    z = cp.multiply(y, X @ w)
-    if name == "hinge":
-        return cp.sum(cp.pos(1 - z)) / m
-    if name == "logistic":
-        return cp.sum(cp.logistic(-z)) / m
-    if name == "squaredhinge":
-        return 0.5 * cp.sum_squares(cp.pos(1 - z)) / m
-    raise NotImplementedError(name)
+    return cvxpy_expression(_loss(name, X, y), w)[0]
 
 
 def cvxpy_optimum(X, y, loss, reg, lam):
     """min_w lam * Omega(w) + loss(w) by cvxpy + Clarabel (SCS if Clarabel fails)."""
     import cvxpy as cp
 
-    w = cp.Variable(X.shape[1])
-    omega, cons = cvx_regularizer(reg, w)
-    prob = cp.Problem(cp.Minimize(lam * omega + cvx_loss(loss, X, y, w)), cons)
+    prob, _ = nsopt.to_cvxpy(nsopt.RegularizedRisk(_loss(loss, X, y), reg, lam))
     try:
         prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
     except cp.SolverError:
