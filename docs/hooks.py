@@ -40,6 +40,7 @@ REFERENCE_MODULES = [
     "nsopt.datasets",
     "nsopt.plot",
     "nsopt.testing",
+    "nsopt.cvx",
 ]
 
 #: The modules of nsopt without a page, and why. ``tests/test_docs.py`` fails on a module of
@@ -74,9 +75,12 @@ def reference_page(module: str) -> str:
         obj = getattr(mod, n, None)
         if _is_module(obj):
             submodules.append(n)
-        elif hasattr(mod, "__path__") and importlib.util.find_spec(f"{module}.{n}") is not None:
-            # a function named like its submodule (nsopt.minimize, nsopt.path): mkdocstrings
-            # would take the name for the module, so it is rendered from where it is defined
+        elif ((hasattr(mod, "__path__") and importlib.util.find_spec(f"{module}.{n}") is not None)
+              or n not in vars(mod)):
+            # a function named like its submodule (nsopt.minimize, nsopt.path), which
+            # mkdocstrings would take for the module, or one the package provides lazily
+            # (nsopt.to_cvxpy: module __getattr__), which static analysis cannot see: both
+            # are rendered from where they are defined
             shadowed.append(f"{obj.__module__}.{obj.__qualname__}")
         else:
             names.append(n)
