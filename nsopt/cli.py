@@ -129,7 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Minimize lam*Omega(w) + mean loss on DATA and print the certificate.")
     solve.add_argument("data", metavar="DATA",
                        help="a LIBSVM/svmlight file (plain, .gz, .bz2, .xz) or the name of a data "
-                            "set in the data folder (NSOPT_DATA or ../shared/data), e.g. a9a")
+                            "set in the data folder (NSOPT_DATA, ~/.nsopt/data or ../shared/data), e.g. a9a")
     solve.add_argument("--loss", type=_loss_name, choices=_binary_losses(), default="hinge",
                        help="loss; default %(default)s")
     regs = _available_regularizers()
