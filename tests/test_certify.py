@@ -62,7 +62,7 @@ def test_linear_svc_answers_are_graded_and_the_gap_shrinks_with_its_tolerance():
     gaps = []
     for tol, max_iter in [(1e-1, 5), (1e-1, 1000), (1e-4, 100000)]:
         svc = _quiet(lambda: LinearSVC(C=C, loss="hinge", dual=True, fit_intercept=False,
-                                       tol=tol, max_iter=max_iter).fit(X, y))
+                                       tol=tol, max_iter=max_iter, random_state=0).fit(X, y))
         cert = _graded(J, svc.coef_.ravel(), f_star)
         assert cert.source == "dual-point"
         gaps.append(cert.gap)
@@ -291,7 +291,7 @@ def test_a9a_linear_svc_answer_is_graded():
     ref = nsopt.minimize(J, method="bmrm", rtol=1e-9)
     assert ref.success
     svc = _quiet(lambda: LinearSVC(C=C, loss="hinge", dual=True, fit_intercept=False,
-                                   max_iter=10000).fit(X, y))
+                                   max_iter=10000, random_state=0).fit(X, y))
     w = svc.coef_.ravel()
     t0 = time.perf_counter()
     cert = nsopt.certify(J, w)
