@@ -61,9 +61,11 @@ def certify(problem, w, *, steps: int = 2, kink_width: float = 0.05,
     With the L1 regularizer :math:`\Omega^*` is the indicator of
     :math:`\|\cdot\|_\infty \le 1`, so :math:`D(t)` is finite only when
     :math:`\|a(t)\|_\infty \le \lambda`: the dual point of ``w`` is corrected into that box by
-    :class:`~nsopt.certificate.L1DualCertifier` (Newton-type rounds, then the best scaling),
-    and the planes below are tried too (the better bound is kept: for the hinge near its
-    optimum the planes'). Evidence: the dual point (:class:`~nsopt.certificate.DualPoint`), source ``"dual-point"``.
+    :class:`~nsopt.certificate.L1DualCertifier` (Newton-type rounds, then the best scaling);
+    for a loss with a linear conjugate (the hinge) the dual variables of the examples within
+    ``kink_width`` of the kink are then re-optimised exactly: :math:`D` is linear there and the
+    box a linear constraint, so it is a linear program (scipy's HiGHS) in those variables (from
+    ``w``'s own dual point and from the corrected one); the planes below are tried too, and the best bound is kept. Evidence: the dual point (:class:`~nsopt.certificate.DualPoint`), source ``"dual-point"``.
 
     **Other losses** (least absolute deviation, multiclass, ranking, ...): the subgradient
     plane at ``w``, the loss's floor plane ``R >= loss.lower_bound`` and ``steps`` more planes
@@ -151,7 +153,13 @@ def certify(problem, w, *, steps: int = 2, kink_width: float = 0.05,
         source = "dual-point"
         if L1DualCertifier.applies(problem):
             lower, evidence = L1DualCertifier(problem).bound(w)
-            planes = _plane_steps(problem, ev, steps)  # better for the hinge near its optimum
+            if kink_width > 0:
+                starts = [ev.loss_dual] + ([evidence.t] if evidence is not None else [])
+                for t in starts:  # w's own dual point (exact away from the kinks), corrected
+                    lp = _l1_kink_lp(problem, w, t, float(kink_width))
+                    if lp[0] > lower:
+                        lower, evidence = lp
+            planes = _plane_steps(problem, ev, steps)
             if planes[0] > lower:
                 (lower, evidence), source = planes, "planes"
         else:
@@ -306,6 +314,60 @@ def _conj_at(loss, tK, K, elementwise):
     full = np.zeros(loss.m)
     full[K] = tK
     return np.asarray(loss.conjugate_terms(full))[K]
+
+
+def _l1_kink_lp(problem, w, t, width):
+    r"""For a loss with a linear conjugate (:math:`l^*(-y t) = \kappa t`, the hinge's
+    :math:`\kappa = -1`) and L1: maximise :math:`D(t) = -\kappa\sum_i c_i t_i` over the
+    :math:`t_i` of the examples within ``width`` of a kink, the others fixed, subject to
+    :math:`\|a(t)\|_\infty \le \lambda` and the box: a linear program (HiGHS). From the
+    L1 dual certifier's ``t`` it is feasible; from ``w``'s own it may not be (then nothing is
+    returned). Returns ``(lower, DualPoint)`` or ``(-inf, None)``."""
+    from scipy.optimize import linprog
+
+    loss, lam = problem.loss, problem.lam
+    upper = float(loss.dual_upper)
+    kinks = loss.kinks()
+    if kinks is None or not math.isfinite(upper):
+        return -math.inf, None
+    probe = np.array([0.0, 0.5 * upper, upper])
+    conj = np.asarray(loss.conjugate_terms(probe), dtype=np.float64)
+    kappa = (conj[2] - conj[0]) / upper
+    if conj[1] != conj[0] + 0.5 * (conj[2] - conj[0]):  # not linear: no LP
+        return -math.inf, None
+    z = loss.data.dot(w)
+    dist = np.abs(z[:, None] - np.asarray(kinks, dtype=np.float64).reshape(z.size, -1)).min(axis=1)
+    K = np.flatnonzero(dist <= width)
+    if K.size == 0:
+        return -math.inf, None
+    t = np.clip(np.asarray(t, dtype=np.float64), 0.0, upper)
+    XK = loss.data.X[K]
+    XK = sp.csr_matrix(XK) if sp.issparse(XK) else sp.csr_matrix(np.asarray(XK))
+    cyK = (loss.c * loss.y)[K]
+    a = loss.dual_plane(t)[0]
+    u = a + np.asarray(XK.T @ (cyK * t[K])).reshape(-1)      # a without the rows K
+    B = (XK.multiply(cyK[:, None])).T.tocsr()                # a = u - B t_K
+    rows = np.flatnonzero(np.diff(B.indptr) > 0)             # coordinates the rows K touch
+    if np.any(np.abs(np.delete(u, rows)) > lam):
+        return -math.inf, None
+    Br = B[rows]
+    # a little inside the box, so that rounding of the recomputed slope stays inside
+    margin = lam * (1.0 - 1e-9)
+    res = linprog(kappa * loss.c[K], A_ub=sp.vstack([Br, -Br]).tocsr(),
+                  b_ub=np.concatenate([u[rows] + margin, margin - u[rows]]),
+                  bounds=(0.0, upper), method="highs")
+    if res.status != 0 or res.x is None:
+        return -math.inf, None
+    t_new = t.copy()
+    t_new[K] = np.clip(res.x, 0.0, upper)
+    evidence = DualPoint(t_new)
+    try:
+        bound, a_new, b_new = evidence.verify(problem)[:3]
+    except Exception:  # rounding put it outside the box: keep the certifier's point
+        return -math.inf, None
+    if not math.isfinite(bound):
+        return -math.inf, None
+    return float(bound), DualPoint(t_new, plane=(a_new, b_new))
 
 
 def _plane_steps(problem, ev, steps):
