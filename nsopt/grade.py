@@ -25,7 +25,7 @@ from .problem import RegularizedRisk
 __all__ = ["certify"]
 
 
-def certify(problem, w, *, steps: int = 2, kink_width: float = 0.05,
+def certify(problem, w, *, steps: int | None = None, kink_width: float = 0.05,
             kink_iter: int = 500) -> Certificate:
     r"""A proven bracket :math:`\mathrm{lower} \le J^* \le J(w)` for any point ``w``.
 
@@ -86,8 +86,11 @@ def certify(problem, w, *, steps: int = 2, kink_width: float = 0.05,
         ``docs/interop.md``).
     w : array_like, shape (problem.dim,)
         The point to grade (flattened in C order for a matrix of weights).
-    steps : int >= 0, default 2
-        Oracle calls beyond the one at ``w`` (step 3 above, or the planes of other losses).
+    steps : int >= 0, optional
+        Oracle calls beyond the one at ``w``: step 3 above (default 2), or the planes of other
+        losses (default 10: measured at a 1e-10-optimal point, least absolute deviation and
+        the multiclass hinge prove relative gaps 1e-2 / 5e-3 with 2 planes, 1.4e-3 / 7e-4
+        with 10, 6e-5 / 5e-6 with 20).
     kink_width : float >= 0, default 0.05
         Distance of a score to a kink within which its dual variable is re-optimised (step 1);
         0 turns step 1 off.
@@ -143,7 +146,8 @@ def certify(problem, w, *, steps: int = 2, kink_width: float = 0.05,
             "a bare oracle's planes bound nothing over the whole space: run "
             "nsopt.minimize(oracle, ..., radius=... or bounds=...) for a certificate")
     w = check_vector(w, problem.dim, "w", copy=True)
-    steps = _count(steps, "steps")
+    margin = getattr(problem.loss, "dual_upper", None) is not None
+    steps = (2 if margin else 10) if steps is None else _count(steps, "steps")
     kink_iter = _count(kink_iter, "kink_iter")
     if (not isinstance(kink_width, numbers.Real) or isinstance(kink_width, bool)
             or not 0.0 <= kink_width < math.inf):
@@ -152,7 +156,7 @@ def certify(problem, w, *, steps: int = 2, kink_width: float = 0.05,
     loss = problem.loss
     ev = problem._evaluate(w)
     upper = float(ev.fun)
-    if getattr(loss, "dual_upper", None) is not None:
+    if margin:
         source = "dual-point"
         if L1DualCertifier.applies(problem):
             lower, evidence = L1DualCertifier(problem).bound(w)
