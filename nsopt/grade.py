@@ -161,7 +161,7 @@ def certify(problem, w, *, steps: int | None = None, kink_width: float = 0.05,
         if L1DualCertifier.applies(problem):
             lower, evidence = L1DualCertifier(problem).bound(w)
             if kink_width > 0:
-                starts = [ev.loss_dual] + ([evidence.t] if evidence is not None else [])
+                starts = [s for s in (ev.loss_dual, getattr(evidence, "t", None)) if s is not None]
                 for t in starts:  # w's own dual point (exact away from the kinks), corrected
                     lp = _l1_kink_lp(problem, w, t, float(kink_width))
                     if lp[0] > lower:

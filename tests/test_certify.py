@@ -9,7 +9,7 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import nsopt
@@ -263,7 +263,6 @@ def test_the_certificate_belongs_to_its_problem(hinge_problem):
 # property: any point, any small problem
 
 
-@settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 2**31 - 1), loss=st.sampled_from(sorted(MARGIN)),
        reg=st.sampled_from(["l2", "l1"]), lam=st.sampled_from([1e-3, 1e-2, 1e-1]),
        spread=st.sampled_from([0.0, 0.1, 1.0, 10.0]))
