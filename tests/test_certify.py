@@ -265,9 +265,9 @@ def test_the_certificate_belongs_to_its_problem(hinge_problem):
 
 @given(seed=st.integers(0, 2**31 - 1), loss=st.sampled_from(sorted(MARGIN)),
        reg=st.sampled_from(["l2", "l1"]), lam=st.sampled_from([1e-3, 1e-2, 1e-1]),
-       spread=st.sampled_from([0.0, 0.1, 1.0, 10.0]))
-def test_property_lower_below_the_optimum_below_the_value(seed, loss, reg, lam, spread):
-    X, y = small_binary(40, 5, seed=seed % 1000)
+       spread=st.sampled_from([0.0, 0.1, 1.0, 10.0]), sparse=st.booleans())
+def test_property_lower_below_the_optimum_below_the_value(seed, loss, reg, lam, spread, sparse):
+    X, y = small_binary(40, 5, seed=seed % 1000, sparse=sparse)
     regularizer = R.L2() if reg == "l2" else R.L1()
     J = nsopt.RegularizedRisk(MARGIN[loss](X, y), regularizer, lam)
     f_star = cvxpy_optimum(X, y, loss, regularizer, lam)
@@ -316,3 +316,21 @@ def test_a9a_linear_svc_answer_is_graded():
           f"relative gap {rel:.2e} (true error {(cert.upper - ref.fun) / ref.fun:.2e}); "
           f"certify {t_cert * 1e3:.1f} ms = {t_cert / t_pass:.0f} data passes")
     assert rel <= 2.7e-4
+
+
+@given(seed=st.integers(0, 2**31 - 1), reg=st.sampled_from(["l2", "l1"]),
+       lam=st.sampled_from([1e-2, 1e-1, 1.0]), spread=st.sampled_from([0.0, 0.3, 3.0]))
+def test_property_planes_of_a_loss_without_a_dual(seed, reg, lam, spread):
+    import cvxpy as cp
+
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((30, 4))
+    y = X @ rng.standard_normal(4) + 0.3 * rng.standard_normal(30)
+    regularizer = R.L2() if reg == "l2" else R.L1()
+    J = nsopt.RegularizedRisk(LeastAbsoluteDeviation(X, y), regularizer, lam)
+    v = cp.Variable(4)
+    omega, _ = cvx_regularizer(regularizer, v)
+    prob = cp.Problem(cp.Minimize(lam * omega + cp.sum(cp.abs(X @ v - y)) / 30))
+    prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+    cert = _graded(J, spread * rng.standard_normal(4), float(prob.value))
+    assert cert.source == "planes"
