@@ -12,13 +12,14 @@ from .oracle import (CountingOracle, FunctionOracle, LineFunction, Max, NonConve
 from .problem import RegularizedRisk
 from .result import Result, Status, load_result
 from .path import path
+from .grade import certify
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Oracle", "LineFunction", "FunctionOracle", "Max", "CountingOracle",
     "RegularizedRisk", "minimize", "path", "Result", "Status", "load_result", "Certificate",
-    "CertificateError",
+    "CertificateError", "certify",
     "NonConvexError", "OracleNumericalError",
     "losses", "regularizers", "solvers", "io", "datasets", "plot", "to_cvxpy", "from_cvxpy",
 ]

@@ -151,7 +151,7 @@ SYNTHETIC = "synthetic"
 def _add_data_argument(p, what="train on"):
     p.add_argument("data", metavar="DATA",
                    help=f"the data to {what}: a LIBSVM/svmlight file (plain, .gz, .bz2, .xz), the "
-                        "name of a data set in the data folder (NSOPT_DATA or ../shared/data), e.g. "
+                        "name of a data set in the data folder (NSOPT_DATA, ~/.nsopt/data or ../shared/data), e.g. "
                         f"a9a, or {SYNTHETIC!r}: nsopt demo's a9a-shaped binary data (no files "
                         "needed; see --n-samples, --seed)")
 

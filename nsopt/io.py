@@ -779,24 +779,41 @@ def _known_options(name):
     return {}
 
 
+def _user_data_dir():
+    """``(description, directory)`` of the user data folder: ``$XDG_DATA_HOME/nsopt`` when
+    ``XDG_DATA_HOME`` is set (the XDG base directory convention of Linux desktops), else
+    ``~/.nsopt/data`` (every platform)."""
+    xdg = os.environ.get("XDG_DATA_HOME")
+    if xdg:
+        return "the user data folder $XDG_DATA_HOME/nsopt", Path(xdg) / "nsopt"
+    return "the user data folder ~/.nsopt/data", Path.home() / ".nsopt" / "data"
+
+
 def _candidate_data_dirs():
-    """(description, directory) in the order find_data_dir tries them."""
+    """``(description, directory)`` in the order :func:`find_data_dir` tries them. Nothing is
+    looked up relative to the package's own location (after ``pip install`` it is inside
+    ``site-packages``)."""
     out = []
     env = os.environ.get("NSOPT_DATA")
     if env:
         out.append(("$NSOPT_DATA", Path(env)))
+    out.append(_user_data_dir())
     out.append(("../shared/data from the working directory", Path.cwd() / ".." / "shared" / "data"))
-    repo_root = Path(__file__).resolve().parent.parent
-    out.append(("../shared/data from the repository root", repo_root / ".." / "shared" / "data"))
     return out
 
 
 def find_data_dir():
-    """Return the directory of the shared data sets, or None if there is none.
+    """Return the first data folder that exists, or None if there is none.
 
-    Tried in order: the environment variable ``NSOPT_DATA``; ``../shared/data`` relative to
-    the current working directory; ``../shared/data`` relative to the repository root (the
-    parent of the ``nsopt`` package directory).
+    Tried in order:
+
+    1. the folder named by the environment variable ``NSOPT_DATA``;
+    2. the user data folder: ``$XDG_DATA_HOME/nsopt`` when ``XDG_DATA_HOME`` is set, else
+       ``~/.nsopt/data``;
+    3. ``../shared/data`` relative to the current working directory (a checkout next to the
+       shared data, as in the project's own test runs).
+
+    Nothing is looked up relative to the installed package (``site-packages``).
 
     Examples
     --------
@@ -832,7 +849,10 @@ def load_dataset(name, data_dir=None):
     Raises
     ------
     FileNotFoundError
-        Naming every place looked in.
+        Naming every place looked in (:func:`find_data_dir`'s order: ``NSOPT_DATA``, the user
+        data folder, ``../shared/data`` from the working directory) and where to put the file.
+        Without ``data_dir`` every one of those folders that exists is searched, not only the
+        first.
     """
     name = os.fspath(name)
     base = name
@@ -851,8 +871,14 @@ def load_dataset(name, data_dir=None):
             if path.is_file():
                 return load_svmlight(path, **_known_options(base))
         tried.append(f"{directory} ({what}{'' if directory.is_dir() else ', does not exist'})")
+    if data_dir is not None:
+        hint = f"Put {name} (or {base}.xz, .gz, .bz2) in {Path(data_dir)}"
+    else:
+        user = _user_data_dir()[1]
+        hint = (f"Put {name} (or {base}.xz, .gz, .bz2) in {user}, or set NSOPT_DATA to the "
+                "folder that holds it, or pass data_dir")
     raise FileNotFoundError(
         f"data set {name!r} not found (as {base!r} or with .gz/.bz2/.xz/.lzma); looked in: "
         + "; ".join(tried)
-        + ". Set NSOPT_DATA or pass data_dir."
+        + f". {hint}."
     )
