@@ -51,6 +51,7 @@ NOT_IN_REFERENCE = {
     "nsopt.problem": "RegularizedRisk is nsopt's",
     "nsopt.result": "Result, Status and load_result are nsopt's",
     "nsopt.cli": "the command line, documented in cli.md",
+    "nsopt.grade": "certify is nsopt's",
     "nsopt.bundle": "internal: the cutting-plane bundle of the solvers",
     "nsopt.linesearch": "internal: the solvers' line searches",
     "nsopt.saddle": "internal: the saddle forms of excessive-gap",
