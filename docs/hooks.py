@@ -71,7 +71,7 @@ def reference_page(module: str) -> str:
     """The markdown of ``module``'s reference page: its docstring and every name of its
     ``__all__``, rendered by mkdocstrings."""
     mod = importlib.import_module(module)
-    names, submodules, shadowed = [], [], []
+    names, submodules, shadowed, linked = [], [], [], []
     for n in public_names(module):
         obj = getattr(mod, n, None)
         if _is_module(obj):
@@ -82,7 +82,10 @@ def reference_page(module: str) -> str:
             # mkdocstrings would take for the module, or one the package provides lazily
             # (nsopt.to_cvxpy: module __getattr__), which static analysis cannot see: both
             # are rendered from where they are defined
-            shadowed.append(f"{obj.__module__}.{obj.__qualname__}")
+            if obj.__module__ in REFERENCE_MODULES and obj.__module__ != module:
+                linked.append((n, obj.__module__))  # rendered on its module's page
+            else:
+                shadowed.append(f"{obj.__module__}.{obj.__qualname__}")
         else:
             names.append(n)
     text = f"# `{module}`\n\n"
@@ -96,6 +99,9 @@ def reference_page(module: str) -> str:
              "      members:\n" + "".join(f"        - {n}\n" for n in names))
     for path in shadowed:
         text += f"\n::: {path}\n    options:\n      show_root_full_path: false\n"
+    for n, home in linked:
+        text += (f'\n<a id="{module}.{n}"></a>`{module}.{n}` is '
+                 f"[`{home}.{n}`]({reference_link(home)}#{home}.{n}), documented there.\n")
     return text
 
 

@@ -355,7 +355,8 @@ def documented_ids(module, name):
 @pytest.mark.parametrize("module", hooks.REFERENCE_MODULES)
 def test_reference_page_asks_for_every_public_name(module):
     """The generated page names every name of ``__all__`` (a mkdocstrings member or block), or
-    links the submodule's own page."""
+    links the submodule's own page, or (a name provided lazily by a module with its own page)
+    links that page under the name's anchor."""
     text = hooks.reference_page(module)
     for name in importlib.import_module(module).__all__:
         obj = getattr(importlib.import_module(module), name)
@@ -363,7 +364,8 @@ def test_reference_page_asks_for_every_public_name(module):
             assert f"({hooks.reference_link(f'{module}.{name}')})" in text, name
         else:
             asked = re.findall(r"^        - (\w+)$", text, re.M) + [
-                p.rsplit(".", 1)[-1] for p in re.findall(r"^::: (\S+)$", text, re.M)[1:]]
+                p.rsplit(".", 1)[-1] for p in re.findall(r"^::: (\S+)$", text, re.M)[1:]] + [
+                a.rsplit(".", 1)[-1] for a in re.findall(r'^<a id="([\w.]+)"></a>', text, re.M)]
             assert name in asked, f"{module}.{name} is not on its reference page"
 
 
