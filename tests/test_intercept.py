@@ -322,3 +322,48 @@ def test_clear_errors():
         nsopt.RegularizedRisk(L.Hinge(X, y), fit_intercept="yes")
     with pytest.raises(ValueError, match="rho"):
         nsopt.RegularizedRisk(L.Novelty(X), fit_intercept=True)
+
+
+# --- the master problems with intercepts, against cvxpy ------------------------------------
+class _Box:
+    def __init__(self, B):
+        self.B = B
+
+    def intercept_bound(self):
+        return self.B
+
+
+@pytest.mark.parametrize("n_blocks", [1, 2])
+@pytest.mark.parametrize("kind", ["qp", "lp"])
+@pytest.mark.parametrize("k", [1, 2])
+def test_intercept_masters_match_the_box_primal(kind, n_blocks, k):
+    """The dual value of InterceptQP / InterceptLP is the minimum of the cutting-plane model
+    over the box |b| <= B (one model per block), and the returned x attains it."""
+    from nsopt.bundle import PlaneBundle
+    from nsopt.inner import select
+    from nsopt.problem import InterceptRegularizer
+
+    rng = np.random.default_rng(k + 10 * n_blocks)
+    d, n, B, lam = 3, 7, 2.5, 0.3
+    reg = InterceptRegularizer(R.L2() if kind == "qp" else R.L1(), d, k, _Box(B))
+    bundle = PlaneBundle(d + k, metric=reg.gram_metric, n_blocks=n_blocks)
+    A = rng.standard_normal((n, d + k))
+    A[:, d:] += 1.0  # the planes push the intercept mostly one way: the box is active
+    c = rng.standard_normal(n)
+    blocks = np.arange(n) % n_blocks
+    for p in range(n_blocks):  # a zero-slope floor per model (as the solvers add)
+        bundle.add_floor(-3.0, block=p)
+    for i in range(n):
+        bundle.add(A[i], c[i], block=int(blocks[i]))
+    sol = select(reg).solve(bundle, reg, lam)
+    w, b = cp.Variable(d), cp.Variable(k)
+    x = cp.hstack([w, b])
+    model = sum(cp.max(cp.hstack([A[blocks == p] @ x + c[blocks == p], np.array([-3.0])]))
+                for p in range(n_blocks))
+    omega = 0.5 * cp.sum_squares(w) if kind == "qp" else cp.norm1(w)
+    prob = cp.Problem(cp.Minimize(lam * omega + model), [cp.abs(b) <= B])
+    prob.solve(solver=cp.CLARABEL)
+    assert sol.dual_value <= prob.value + 1e-7
+    assert sol.dual_value >= prob.value - 1e-6
+    assert sol.gap <= 1e-6
+    assert np.all(np.abs(sol.w[d:]) <= B)
