@@ -398,3 +398,23 @@ def test_intercept_masters_match_the_box_primal(kind, n_blocks, k):
     assert sol.dual_value >= prob.value - 1e-6
     assert sol.gap <= 1e-6
     assert np.all(np.abs(sol.w[d:]) <= B)
+
+
+def test_predictions_and_batch_subgradients_use_the_intercept():
+    X, y = binary()
+    J = nsopt.RegularizedRisk(L.Hinge(X, y), fit_intercept=True)
+    x = np.arange(1.0, J.dim + 1)
+    coef, b = J.split(x)
+    np.testing.assert_allclose(J.loss.decision_function(X[:5], x), X[:5] @ coef + b[0])
+    rows = np.arange(10)
+    ref = L.Hinge(np.hstack([X, np.ones((len(y), 1))]), y).batch_subgradient(x, rows)
+    np.testing.assert_allclose(J.loss.batch_subgradient(x, rows), ref)
+    Xm, ym = multiclass()
+    Jm = nsopt.RegularizedRisk(L.MulticlassHinge(Xm, ym), fit_intercept=True)
+    xm = np.linspace(-1, 1, Jm.dim)
+    cm, bm = Jm.split(xm)
+    np.testing.assert_allclose(Jm.loss.decision_function(Xm[:4], xm), Xm[:4] @ cm.reshape(4, 3) + bm)
+    np.testing.assert_array_equal(Jm.loss.predict(Xm[:4], xm),
+                                  np.argmax(Xm[:4] @ cm.reshape(4, 3) + bm, axis=1))
+    refm = L.MulticlassHinge(np.hstack([Xm, np.ones((len(ym), 1))]), ym).batch_subgradient(xm, rows)
+    np.testing.assert_allclose(Jm.loss.batch_subgradient(xm, rows), refm, atol=1e-12)
