@@ -146,7 +146,8 @@ def _plane_bound(problem, a, b, floor=None):
     with np.errstate(over="ignore", invalid="ignore"):
         conj = scaled_conjugate(problem.reg, a, lam)
     if math.isinf(conj) and floor is not None and math.isfinite(floor):
-        amax = float(np.max(np.abs(a), initial=0.0))
+        n_coef = getattr(problem.reg, "n_coef", None)  # intercepts: Omega acts on coef only
+        amax = float(np.max(np.abs(a if n_coef is None else a[:n_coef]), initial=0.0))
         if amax <= lam * (1 + 1e-7):
             tau = min(1.0, lam / amax) * (1 - 1e-12)
             a, b = tau * a, tau * b + (1 - tau) * floor
@@ -720,7 +721,13 @@ class Certificate:
         *RegularizedRisk* (:class:`DualPoint`, :class:`QueryPoints`, :class:`SaddlePoint`, or
         :class:`OraclePlanes`): the fingerprint (lam, regularizer, loss and data) must be the
         problem's, so a certificate moved to another problem is rejected; the plane
-        :math:`(a, b)` gives the bound :math:`b - \lambda\Omega^*(-a/\lambda)`.
+        :math:`(a, b)` gives the bound :math:`b - \lambda\Omega^*(-a/\lambda)`. With an
+        intercept (``fit_intercept=True``) :math:`\Omega^*` is that of ``problem.reg``
+        (:class:`~nsopt.problem.InterceptRegularizer`): the coefficients' conjugate plus
+        :math:`B\|a_b\|_1`, with the box B recomputed from the problem (never read from the
+        certificate), so a dual point or multipliers that violate the intercept's equality
+        :math:`\sum_i c_i y_i t_i = 0` (:math:`\sum_i \alpha_i a_{i,b} = 0`) pay for it in the
+        bound, and a certificate issued with a smaller box is rejected.
 
         *Any other Oracle* (a :class:`~nsopt.FunctionOracle`, a combination, a user class):
         no fingerprint of an arbitrary callable is possible, so none is taken; the only evidence
@@ -824,7 +831,7 @@ class Certificate:
 
 
 class PlaneCertifier:
-    """Collect the loss planes of a solver's oracle calls and turn them into a lower bound.
+    r"""Collect the loss planes of a solver's oracle calls and turn them into a lower bound.
 
     Parameters
     ----------
@@ -841,6 +848,12 @@ class PlaneCertifier:
     bound is wanted (it warm-starts from the previous multipliers). Evidence: dual points for
     margin losses (n_planes x m floats), else query points (one d-vector per point a kept
     plane references; aggregates keep theirs, see :mod:`nsopt.bundle`).
+
+    With an intercept (``problem.fit_intercept``) the master problem is that of
+    :mod:`nsopt.inner.intercept` (the planes' intercept slopes against the proven box
+    :math:`\|b\|_\infty \le B`); where there is none (a regularizer other than quadratic or
+    L1, or no proven B) the certifier stays idle and proves nothing (``-inf``): the solver's
+    own bound, if any, is all there is.
     """
 
     #: the certificate source of its bounds
@@ -851,6 +864,12 @@ class PlaneCertifier:
         from .inner import select
 
         self.problem = problem
+        self.best = (-math.inf, None)
+        self.deadline = None
+        self.idle = bool(getattr(problem, "fit_intercept", False)) and (
+            problem.reg.inner is None or not math.isfinite(problem.intercept_bound()))
+        if self.idle:
+            return
         loss = problem.loss
         dual = getattr(loss, "dual_upper", None) is not None
         self.bundle = PlaneBundle(problem.dim, metric=problem.reg.gram_metric,
@@ -868,7 +887,7 @@ class PlaneCertifier:
         self.deadline = None
 
     def __call__(self, ev) -> None:
-        if ev.loss_subgradient is None:
+        if self.idle or ev.loss_subgradient is None:
             return
         if len(self.bundle) >= self.max_planes:
             # multipliers for exactly the current planes, then compress: the bound so far is
@@ -883,6 +902,8 @@ class PlaneCertifier:
     def bound(self, final: bool = False) -> tuple[float, Evidence | None]:
         """Best lower bound so far with its evidence ``(lower, evidence)`` (``final``: the
         loop's last call; this certifier solves whenever a plane came in, final or not)."""
+        if self.idle:
+            return self.best
         if self._fresh and len(self.bundle):
             p = self.problem
             sol = self.inner.solve(self.bundle, p.reg, p.lam, warm=self._alpha,
