@@ -47,7 +47,7 @@ import hashlib
 import numbers
 import os
 import weakref
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -58,7 +58,7 @@ from .oracle import LineFunction, Oracle
 from .problem import RegularizedRisk
 
 __all__ = ["ShardedLoss", "ShardedLine", "ShardError", "ShardsLost", "shard", "load_svmlight",
-           "local_client"]
+           "from_builders", "local_client"]
 
 
 class ShardError(ValueError):
@@ -174,12 +174,26 @@ class _ShardActor:
     """A shard on its worker (a Dask actor: calls go straight to the worker, not through the
     scheduler). Holds the shard's loss and its open lines; answers with O(d) or O(1) numbers."""
 
-    def __init__(self, index, source, loss=None, file=None):
+    def __init__(self, index, source, loss=None, file=None, make=None):
         self.index, self.source = index, source
         self.loss, self._raw, self._file = loss, None, file
         self._lines = {}
+        if make is not None:
+            loss = make()
+            if not isinstance(loss, ScalarLoss):
+                raise ShardError(f"shard {index} ({source}): the builder returned a "
+                                 f"{type(loss).__name__}, not a scalar loss of nsopt.losses",
+                                 index, source)
+            self.loss = loss
         if loss is not None:
             _check_shard(loss, index, source)
+
+    def shape(self):
+        return (int(self.loss.m), int(self.loss.dim))
+
+    def reweight(self, scale):
+        self.loss.c = self.loss.c * scale
+        return self.info()
 
     # building from a file: read (shape back), then build with the agreed n_features
     def read(self):
@@ -199,6 +213,9 @@ class _ShardActor:
 
     def ping(self):
         return self.loss is not None
+
+    def kind(self):
+        return type(self.loss)
 
     # oracle
     def value(self, w):
@@ -303,11 +320,21 @@ class ShardedLoss(Oracle):
         self.binary = bool(getattr(kind, "binary", False))
         self.digest = hashlib.blake2b("".join(s.digest for s in self._shards).encode(),
                                       digest_size=16).hexdigest()
-        self.n_rebuilds = 0
-        self.n_calls = 0
+        # counters are private (properties): the certificate's fingerprint reads the public
+        # attributes, which must not change while the problem is used
+        self._n_rebuilds = 0
+        self._n_calls = 0
         self._owns_client = owns_client
         self._next_line = 0
         self._open_lines = weakref.WeakValueDictionary()
+
+    @property
+    def n_rebuilds(self) -> int:
+        return self._n_rebuilds
+
+    @property
+    def n_calls(self) -> int:
+        return self._n_calls
 
     def __repr__(self):
         return (f"ShardedLoss({self.kind}, m={self.m}, d={self.dim}, "
@@ -329,7 +356,7 @@ class ShardedLoss(Oracle):
         that is impossible)."""
         error = None
         for _ in range(self.max_rebuilds + 1):
-            self.n_calls += 1
+            self._n_calls += 1
             pending = [getattr(s.actor, method)(*args) for s in self._shards]
             try:
                 return [f.result() for f in pending]
@@ -370,7 +397,7 @@ class ShardedLoss(Oracle):
                                  s.index, s.source)
             for key, line in list(self._open_lines.items()):  # reopen the live lines
                 s.actor.open_line(key, line.w, line.p).result()
-            self.n_rebuilds += 1
+            self._n_rebuilds += 1
         return True
 
     # --- oracle ----------------------------------------------------------------------------
@@ -665,4 +692,59 @@ def _read_again(client, path, k, n_features, cls, d, weight, options):
         actor = _start_actor(client, None, k, path, file=(path, n_features))
         actor.read().result()
         return actor, actor.build(cls, d, weight, options).result()
+    return remake
+
+
+def from_builders(builders: Sequence[Callable], reg=None, lam: float = 1e-4, client=None
+                  ) -> RegularizedRisk:
+    r"""A sharded regularized risk whose shards are built on the workers by ``builders``.
+
+    Parameters
+    ----------
+    builders : sequence of callables
+        ``builders[k]()`` runs on a worker and returns shard ``k``'s loss (a scalar loss of
+        :mod:`nsopt.losses`, e.g. ``Hinge(X_k, y_k)`` on data generated or read there). It must
+        be picklable (a module-level function or a ``functools.partial`` of one) and
+        deterministic: a shard lost with its worker is built again by calling it again.
+    reg, lam, client
+        As in :func:`load_svmlight`.
+
+    Returns
+    -------
+    RegularizedRisk
+        :math:`R(w) = \sum_k (m_k / m) R_k(w)`: each shard's risk (its own weighted mean)
+        weighted by its share of the examples, i.e. the mean over all examples when the shards
+        have no sample weights.
+    """
+    builders = list(builders)
+    if not builders or not all(callable(b) for b in builders):
+        raise TypeError("builders must be a non-empty sequence of callables returning losses")
+    client, workers, owns = _client_and_workers(client)
+    try:
+        actors = [_start_actor(client, workers[k % len(workers)], k, f"builder {k}", make=b)
+                  for k, b in enumerate(builders)]
+        shapes = [f.result() for f in [a.shape() for a in actors]]
+        dims = {d for _, d in shapes}
+        if len(dims) != 1:
+            raise ValueError(f"the shards disagree on the number of features: {sorted(dims)}")
+        m_total = sum(m for m, _ in shapes)
+        infos = [f.result() for f in [a.reweight(m_k / m_total)
+                                      for a, (m_k, _) in zip(actors, shapes)]]
+        kinds = [f.result() for f in [a.kind() for a in actors]]
+        cls = kinds[0]
+        shards = [_Shard(k, a, _make_again(client, builders[k], k, m_k / m_total),
+                         info["m"], info["digest"], f"builder {k}")
+                  for k, (a, info, (m_k, _)) in enumerate(zip(actors, infos, shapes))]
+    except BaseException:
+        if owns:
+            client.close()
+        raise
+    return RegularizedRisk(ShardedLoss(client, shards, dims.pop(), cls, owns_client=owns),
+                           reg, lam)
+
+
+def _make_again(client, builder, k, scale):
+    def remake():
+        actor = _start_actor(client, None, k, f"builder {k}", make=builder)
+        return actor, actor.reweight(scale).result()
     return remake
