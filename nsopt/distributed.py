@@ -175,18 +175,25 @@ class _ShardActor:
     scheduler). Holds the shard's loss and its open lines; answers with O(d) or O(1) numbers."""
 
     def __init__(self, index, source, loss=None, file=None, make=None):
+        # never raises: an actor whose construction fails was seen to leave its worker's
+        # actor calls hanging (dask 2026.8); the checks run in ``start``
         self.index, self.source = index, source
-        self.loss, self._raw, self._file = loss, None, file
+        self.loss, self._raw, self._file, self._make = loss, None, file, make
         self._lines = {}
-        if make is not None:
-            loss = make()
+
+    def start(self):
+        """Build (from ``make``) and check the shard; its facts, or a ShardError."""
+        if self._make is not None:
+            loss = self._make()
             if not isinstance(loss, ScalarLoss):
-                raise ShardError(f"shard {index} ({source}): the builder returned a "
+                raise ShardError(f"shard {self.index} ({self.source}): the builder returned a "
                                  f"{type(loss).__name__}, not a scalar loss of nsopt.losses",
-                                 index, source)
+                                 self.index, self.source)
             self.loss = loss
-        if loss is not None:
-            _check_shard(loss, index, source)
+        if self.loss is not None:
+            _check_shard(self.loss, self.index, self.source)
+            return self.shape()
+        return None
 
     def shape(self):
         return (int(self.loss.m), int(self.loss.dim))
@@ -230,7 +237,9 @@ class _ShardActor:
         return float(s), g
 
     # lines, kept here by key
-    def open_line(self, key, w, p):
+    def open_line(self, key, w, p, drop=()):
+        for k in drop:  # lines the driver no longer holds
+            self._lines.pop(k, None)
         self._lines[key] = [self.loss._restrict(w, p), None]
         return True
 
@@ -247,9 +256,6 @@ class _ShardActor:
             entry[1] = None if bps is None else np.asarray(bps, dtype=np.float64)
         return entry[1]
 
-    def close_line(self, key):
-        self._lines.pop(key, None)
-        return True
 
 
 # ----------------------------------------------------------------------------------------
@@ -264,6 +270,21 @@ class _Shard:
     def __init__(self, index, actor, rebuild, m, digest, source):
         self.index, self.actor, self.rebuild = index, actor, rebuild
         self.m, self.digest, self.source = m, digest, source
+
+
+def _results(pending):
+    """The results of actor calls in shard order, after every call has ended: the first
+    error (in shard order) is raised once no call is still running."""
+    out, error = [], None
+    for f in pending:
+        try:
+            out.append(f.result())
+        except Exception as exc:
+            out.append(None)
+            error = error or exc
+    if error is not None:
+        raise error
+    return out
 
 
 def _ordered_sum(values) -> float:
@@ -327,6 +348,7 @@ class ShardedLoss(Oracle):
         self._owns_client = owns_client
         self._next_line = 0
         self._open_lines = weakref.WeakValueDictionary()
+        self._opened = []
 
     @property
     def n_rebuilds(self) -> int:
@@ -359,7 +381,7 @@ class ShardedLoss(Oracle):
             self._n_calls += 1
             pending = [getattr(s.actor, method)(*args) for s in self._shards]
             try:
-                return [f.result() for f in pending]
+                return _results(pending)
             except ShardError:
                 raise
             except Exception as exc:  # a lost worker, or an error of the loss itself
@@ -450,7 +472,12 @@ class ShardedLine(LineFunction):
         # the driver keeps w and p only to reopen the line on a rebuilt shard
         self.w, self.p = np.array(w, dtype=np.float64), np.array(p, dtype=np.float64)
         self._bps = None
-        loss._map("open_line", key, self.w, self.p)
+        # lines the driver dropped are closed on the workers with the next opening (no
+        # finalizer: one could run on the client's event-loop thread and block it)
+        live = set(loss._open_lines.keys())
+        drop = [k for k in loss._opened if k not in live]
+        loss._map("open_line", key, self.w, self.p, drop)
+        loss._opened = [k for k in loss._opened if k in live] + [key]
         loss._open_lines[key] = self
 
     def value(self, eta):
@@ -471,16 +498,6 @@ class ShardedLine(LineFunction):
             merged.sort()
             self._bps = merged
         return self._bps
-
-    def __del__(self):
-        loss = getattr(self, "loss", None)
-        if loss is None:
-            return
-        try:
-            for s in loss._shards:
-                s.actor.close_line(self.key)  # fire and forget
-        except Exception:  # pragma: no cover - interpreter shutdown, closed client
-            pass
 
 
 # ----------------------------------------------------------------------------------------
@@ -525,8 +542,10 @@ def _slice_loss(loss: ScalarLoss, s: int, e: int) -> ScalarLoss:
 def _start_actor(client, worker, index, source, **kw):
     """Create a shard's actor (on ``worker`` when given) and return its handle."""
     workers = None if worker is None else [worker]
-    return client.submit(_ShardActor, index, source, pure=False, actor=True, workers=workers,
-                         **kw).result()
+    actor = client.submit(_ShardActor, index, source, pure=False, actor=True, workers=workers,
+                          **kw).result()
+    actor.start().result()
+    return actor
 
 
 def _scatter_shard(client, loss, k, s, e, worker):
@@ -591,7 +610,7 @@ def shard(problem: RegularizedRisk, n_shards: int | None = None, client=None, *,
             s, e = int(bounds[k]), int(bounds[k + 1])
             actor = _scatter_shard(client, loss, k, s, e, workers[k % len(workers)])
             shards.append((k, actor, s, e))
-        infos = [f.result() for f in [a.info() for _, a, _, _ in shards]]
+        infos = _results([a.info() for _, a, _, _ in shards])
         shards = [_Shard(k, actor, _rescatter(client, loss, k, s, e) if rebuild else None,
                          info["m"], info["digest"], f"rows {s}:{e}")
                   for (k, actor, s, e), info in zip(shards, infos)]
@@ -669,11 +688,11 @@ def load_svmlight(paths, loss="Hinge", reg=None, lam: float = 1e-4, client=None,
     try:
         actors = [_start_actor(client, workers[k % len(workers)], k, p, file=(p, n_features))
                   for k, p in enumerate(paths)]
-        shapes = [f.result() for f in [a.read() for a in actors]]
+        shapes = _results([a.read() for a in actors])
         m_total = sum(m for m, _ in shapes)
         d = n_features if n_features is not None else max(dk for _, dk in shapes)
         weight = 1.0 / m_total
-        infos = [f.result() for f in [a.build(cls, d, weight, loss_options) for a in actors]]
+        infos = _results([a.build(cls, d, weight, loss_options) for a in actors])
         shards = [_Shard(k, a, _read_again(client, paths[k], k, n_features, cls, d, weight,
                                            loss_options), info["m"], info["digest"], paths[k])
                   for k, (a, info) in enumerate(zip(actors, infos))]
@@ -723,14 +742,13 @@ def from_builders(builders: Sequence[Callable], reg=None, lam: float = 1e-4, cli
     try:
         actors = [_start_actor(client, workers[k % len(workers)], k, f"builder {k}", make=b)
                   for k, b in enumerate(builders)]
-        shapes = [f.result() for f in [a.shape() for a in actors]]
+        shapes = _results([a.shape() for a in actors])
         dims = {d for _, d in shapes}
         if len(dims) != 1:
             raise ValueError(f"the shards disagree on the number of features: {sorted(dims)}")
         m_total = sum(m for m, _ in shapes)
-        infos = [f.result() for f in [a.reweight(m_k / m_total)
-                                      for a, (m_k, _) in zip(actors, shapes)]]
-        kinds = [f.result() for f in [a.kind() for a in actors]]
+        infos = _results([a.reweight(m_k / m_total) for a, (m_k, _) in zip(actors, shapes)])
+        kinds = _results([a.kind() for a in actors])
         cls = kinds[0]
         shards = [_Shard(k, a, _make_again(client, builders[k], k, m_k / m_total),
                          info["m"], info["digest"], f"builder {k}")
