@@ -15,15 +15,22 @@ Usage: ``python benchmarks/distributed.py [--m 400000] [--iters 20] [--skip-a9a]
 """
 from __future__ import annotations
 
-import argparse
-import functools
-import statistics
-import time
+import os
+import sys
 
-import numpy as np
+# this file is named like Dask's package: run as a script, its directory must not shadow it
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
 
-import nsopt
-import nsopt.distributed as nd
+import argparse  # noqa: E402
+import functools  # noqa: E402
+import statistics  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+import nsopt  # noqa: E402
+import nsopt.distributed as nd  # noqa: E402
 
 
 def _synthetic_shard(m, d, seed):
