@@ -237,6 +237,23 @@ def test_bad_svmlight_line_names_shard_file_and_line(client, data, tmp_path):
         nd.load_svmlight([good, str(labels)], loss="Hinge", client=client)
 
 
+def test_from_builders_weights_shards_by_their_examples(client, data):
+    """Shards built on the workers by callables: the mean over all examples, whatever the
+    shards' sizes; a builder that returns no loss is refused naming its shard."""
+    import functools
+
+    X, y = data
+    builders = [functools.partial(nsopt.losses.Logistic, X[:100], y[:100]),
+                functools.partial(nsopt.losses.Logistic, X[100:], y[100:])]
+    Js = nd.from_builders(builders, lam=1e-3, client=client)
+    J = _risk(nsopt.losses.Logistic, data)
+    w = np.random.default_rng(3).normal(size=J.dim)
+    assert Js.value(w) == pytest.approx(J.value(w), rel=1e-13)
+    assert _rel(Js.subgradient(w), J.subgradient(w)) <= 1e-13
+    with pytest.raises(nd.ShardError, match="shard 1 .*not a scalar loss"):
+        nd.from_builders([builders[0], functools.partial(np.zeros, 3)], client=client)
+
+
 def test_arguments_are_checked(client, data):
     J = _risk(nsopt.losses.Hinge, data)
     with pytest.raises(ValueError, match="n_shards must be in 1 .. 400"):
