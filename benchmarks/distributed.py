@@ -1,0 +1,155 @@
+"""Dask overhead of nsopt.distributed, one run (issue 12; numbers in docs/distributed.md).
+
+For a9a (hinge, L2, lam = 1e-4) and a synthetic oracle-bound problem built on the workers
+(sparse, a9a-like one-hot rows; default m = 4e5, d = 1e4, 10 nonzeros a row: the issue's
+m = 2e6 scaled down 5x for a shared 2-core machine, ``--m`` to change it), this prints:
+
+* the in-memory oracle call (``value_and_subgradient``), in ms;
+* a bare round trip to every shard (``ping``: Dask's overhead alone), in ms;
+* the sharded oracle call with 1 worker (1 shard) and 2 workers (2 shards), in ms, and its
+  overhead over the in-memory call;
+* bmrm and proximal-bundle, time per iteration with 1 and 2 workers (fixed iterations), the
+  ratio, and a run to a certified relative gap of 1e-3 with 2 workers.
+
+Usage: ``python benchmarks/distributed.py [--m 400000] [--iters 20] [--skip-a9a]``.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+# this file is named like Dask's package: run as a script, its directory must not shadow it
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
+
+import argparse  # noqa: E402
+import functools  # noqa: E402
+import statistics  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+import nsopt  # noqa: E402
+import nsopt.distributed as nd  # noqa: E402
+
+
+def _synthetic_shard(m, d, seed):
+    """Runs on a worker: one shard of the synthetic problem (never on the driver)."""
+    X, y = nsopt.datasets.make_sparse_binary(m, d, density=10.0 / d, random_state=seed)
+    return nsopt.losses.Hinge(X, y)
+
+
+def _time(fn, reps):
+    fn()  # warm (numba compilation, first transfers)
+    out = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t)
+    return 1e3 * statistics.median(out)
+
+
+def _client(n_workers):
+    import distributed
+
+    cluster = distributed.LocalCluster(n_workers=n_workers, processes=True, threads_per_worker=1,
+                                       dashboard_address=None)
+    return distributed.Client(cluster)
+
+
+def oracle_table(name, make_problem, in_memory, reps):
+    w = np.full(in_memory.dim, 0.01) if in_memory is not None else None
+    rows = []
+    base = _time(lambda: in_memory.value_and_subgradient(w), reps) if in_memory is not None else None
+    for n in (1, 2):
+        client = _client(n)
+        try:
+            J = make_problem(client, n)
+            w = np.full(J.dim, 0.01)
+            ping = _time(lambda: J.loss._map("ping"), reps)
+            call = _time(lambda: J.value_and_subgradient(w), reps)
+            rows.append((n, J.loss.n_shards, ping, call))
+        finally:
+            client.close()
+            client.cluster.close()
+    print(f"\n{name}: oracle call (median of {reps}), ms")
+    if base is not None:
+        print(f"  in memory                       {base:8.2f}")
+    for n, k, ping, call in rows:
+        extra = f"  overhead {call - base:6.2f}" if base is not None else ""
+        print(f"  {n} worker(s), {k} shard(s): ping {ping:6.2f}  call {call:8.2f}{extra}")
+    return base, rows
+
+
+def iteration_table(name, make_problem, iters, certify):
+    print(f"\n{name}: time per iteration ({iters} iterations, rtol=0), s")
+    per = {}
+    for n in (1, 2):
+        client = _client(n)
+        try:
+            J = make_problem(client, n)
+            for method in ("bmrm", "proximal-bundle"):
+                nsopt.minimize(J, method=method, rtol=0.0, max_iter=2)  # warm
+                t = time.perf_counter()
+                res = nsopt.minimize(J, method=method, rtol=0.0, max_iter=iters)
+                per[(method, n)] = (time.perf_counter() - t) / max(res.nit, 1)
+                print(f"  {method:16s} {n} worker(s): {per[(method, n)]:8.4f} s/iter")
+            if certify and n == 2:
+                for method in ("bmrm", "proximal-bundle"):
+                    t = time.perf_counter()
+                    res = nsopt.minimize(J, method=method, rtol=1e-3, max_time=600)
+                    seconds = time.perf_counter() - t
+                    res.certificate.check(J)
+                    print(f"  {method:16s} 2 workers to rtol 1e-3: {res.status.name}, "
+                          f"{res.nit} it, {seconds:.1f} s, gap/fun {res.gap / res.fun:.2e} "
+                          f"(certificate checked)")
+        finally:
+            client.close()
+            client.cluster.close()
+    for method in ("bmrm", "proximal-bundle"):
+        print(f"  {method:16s} speed-up 2 vs 1 worker: "
+              f"{per[(method, 1)] / per[(method, 2)]:.2f}x")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--m", type=int, default=400_000)
+    ap.add_argument("--d", type=int, default=10_000)
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--skip-a9a", action="store_true")
+    ap.add_argument("--certify", action="store_true",
+                    help="also run the synthetic problem to a certified 1e-3 (2 workers)")
+    args = ap.parse_args(argv)
+
+    if not args.skip_a9a and nsopt.io.find_data_dir() is not None:
+        X, y = nsopt.io.load_dataset("a9a")[:2]
+        J = nsopt.RegularizedRisk(nsopt.losses.Hinge(X.tocsr(), y), nsopt.regularizers.L2(), 1e-4)
+        oracle_table("a9a (m=32561, d=123, hinge)", lambda c, n: nd.shard(J, n, client=c), J,
+                     args.reps)
+        iteration_table("a9a", lambda c, n: nd.shard(J, n, client=c), args.iters, False)
+
+    m, d = args.m, args.d
+
+    def synthetic(client, n):
+        # two shards' worth of rows whatever the workers: the same problem for 1 and 2 workers
+        half = m // 2
+        builders = [functools.partial(_synthetic_shard, half, d, seed) for seed in (1, 2)]
+        return nd.from_builders(builders, lam=1e-4, client=client)
+
+    name = f"synthetic (m={m:.0e}, d={d:.0e}, ~{10 * m:.0e} nonzeros, hinge, built on the workers)"
+    # the same problem in memory, for the baseline only (the sharded one is built on the workers)
+    import scipy.sparse as sp
+
+    parts = [_synthetic_shard(m // 2, d, seed) for seed in (1, 2)]
+    whole = nsopt.RegularizedRisk(nsopt.losses.Hinge(
+        sp.vstack([p.data.X for p in parts]).tocsr(), np.concatenate([p.y for p in parts])),
+        lam=1e-4)
+    del parts
+    oracle_table(name, synthetic, whole, max(5, args.reps // 3))
+    del whole
+    iteration_table(name, synthetic, args.iters, args.certify)
+
+
+if __name__ == "__main__":
+    main()
