@@ -41,6 +41,7 @@ REFERENCE_MODULES = [
     "nsopt.plot",
     "nsopt.testing",
     "nsopt.cvx",
+    "nsopt.distributed",
 ]
 
 #: The modules of nsopt without a page, and why. ``tests/test_docs.py`` fails on a module of
