@@ -822,7 +822,7 @@ class Certificate:
 
 
 class PlaneCertifier:
-    """Collect the loss planes of a solver's oracle calls and turn them into a lower bound.
+    r"""Collect the loss planes of a solver's oracle calls and turn them into a lower bound.
 
     Parameters
     ----------
@@ -837,6 +837,12 @@ class PlaneCertifier:
     bound is wanted (it warm-starts from the previous multipliers). Evidence: dual points for
     margin losses (n_planes x m floats), else query points (one d-vector per point a kept
     plane references; aggregates keep theirs, see :mod:`nsopt.bundle`).
+
+    With an intercept (``problem.fit_intercept``) the master problem is that of
+    :mod:`nsopt.inner.intercept` (the planes' intercept slopes against the proven box
+    :math:`\|b\|_\infty \le B`); where there is none (a regularizer other than quadratic or
+    L1, or no proven B) the certifier stays idle and proves nothing (``-inf``): the solver's
+    own bound, if any, is all there is.
     """
 
     #: the certificate source of its bounds
@@ -847,6 +853,12 @@ class PlaneCertifier:
         from .inner import select
 
         self.problem = problem
+        self.best = (-math.inf, None)
+        self.deadline = None
+        self.idle = bool(getattr(problem, "fit_intercept", False)) and (
+            problem.reg.inner is None or not math.isfinite(problem.intercept_bound()))
+        if self.idle:
+            return
         loss = problem.loss
         dual = getattr(loss, "dual_upper", None) is not None
         self.bundle = PlaneBundle(problem.dim, metric=problem.reg.gram_metric,
@@ -864,7 +876,7 @@ class PlaneCertifier:
         self.deadline = None
 
     def __call__(self, ev) -> None:
-        if ev.loss_subgradient is None:
+        if self.idle or ev.loss_subgradient is None:
             return
         if len(self.bundle) >= self.max_planes:
             # multipliers for exactly the current planes, then compress: the bound so far is
@@ -879,6 +891,8 @@ class PlaneCertifier:
     def bound(self, final: bool = False) -> tuple[float, Evidence | None]:
         """Best lower bound so far with its evidence ``(lower, evidence)`` (``final``: the
         loop's last call; this certifier solves whenever a plane came in, final or not)."""
+        if self.idle:
+            return self.best
         if self._fresh and len(self.bundle):
             p = self.problem
             sol = self.inner.solve(self.bundle, p.reg, p.lam, warm=self._alpha,

@@ -18,6 +18,8 @@ backend            ``reg.inner``       method
 :class:`OSQPSimplex`   ``"qp"``        OSQP, repaired to exact feasibility
 :class:`LPSimplex`     ``"lp"``        HiGHS LP of the L1 norm, multipliers repaired to feasibility
 :class:`SmoothSimplex` ``"smooth"``    restarted FISTA with projection onto the simplex
+:class:`InterceptQP`   ``"intercept-qp"`` OSQP with the intercepts' box rows (:mod:`.intercept`)
+:class:`InterceptLP`   ``"intercept-lp"`` HiGHS LP with the intercept columns
 =================  ==================  =========================================================
 
 References
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 from ._base import InnerSolution, InnerSolver
 from ._simplex import project_simplex
+from .intercept import InterceptLP, InterceptQP
 from .lp import LPSimplex
 from .osqp import OSQPSimplex
 from .qp_simplex import QPSimplex
@@ -41,12 +44,16 @@ __all__ = [
     "OSQPSimplex",
     "LPSimplex",
     "SmoothSimplex",
+    "InterceptQP",
+    "InterceptLP",
     "select",
     "project_simplex",
 ]
 
-BACKENDS = {cls.name: cls for cls in (QPSimplex, OSQPSimplex, LPSimplex, SmoothSimplex)}
-_AUTO = {"qp": QPSimplex, "lp": LPSimplex, "smooth": SmoothSimplex}
+BACKENDS = {cls.name: cls for cls in (QPSimplex, OSQPSimplex, LPSimplex, SmoothSimplex,
+                                      InterceptQP, InterceptLP)}
+_AUTO = {"qp": QPSimplex, "lp": LPSimplex, "smooth": SmoothSimplex,
+         "intercept-qp": InterceptQP, "intercept-lp": InterceptLP}
 
 
 def select(reg, option="auto") -> InnerSolver:
@@ -59,7 +66,8 @@ def select(reg, option="auto") -> InnerSolver:
         problem.
     option : str or InnerSolver, default "auto"
         ``"auto"`` picks by ``reg.inner``: ``"qp"`` -> :class:`QPSimplex`, ``"lp"`` ->
-        :class:`LPSimplex`, ``"smooth"`` -> :class:`SmoothSimplex`. ``"qp"``, ``"osqp"``,
+        :class:`LPSimplex`, ``"smooth"`` -> :class:`SmoothSimplex`, ``"intercept-qp"`` ->
+        :class:`InterceptQP`, ``"intercept-lp"`` -> :class:`InterceptLP`. ``"qp"``, ``"osqp"``,
         ``"lp"`` and ``"smooth"`` force a backend with its default options; an
         :class:`InnerSolver` instance is used as given (to pass options).
 

@@ -112,7 +112,7 @@ class ScalarLoss(Oracle):
     def _group_evaluate(self, w: np.ndarray, n_groups: int):
         """:meth:`group_value_and_subgradients` and the dual point of the whole risk (None
         unless a margin loss): part ``p``'s plane is that of ``t`` restricted to its rows."""
-        bounds, parts = cached_group_parts(self, n_groups, lambda s, e: DataMatrix(self.data.X[s:e]))
+        bounds, parts = cached_group_parts(self, n_groups, self.data.rows)
         n_groups = len(parts)
         z = self.data.dot(w)
         g = np.empty(self.m)

@@ -95,6 +95,10 @@ class DataMatrix:
         _compressed_matvec(X.indptr, X.indices, X.data, g, out)
         return out
 
+    def rows(self, start: int, stop: int) -> "DataMatrix":
+        """The rows ``start:stop`` (a copy of those rows only)."""
+        return DataMatrix(self.X[start:stop])
+
     def row_norms_sq(self) -> np.ndarray:
         if self.sparse:
             return np.asarray(self.csr.multiply(self.csr).sum(axis=1)).ravel()

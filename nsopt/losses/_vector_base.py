@@ -192,34 +192,55 @@ class VectorLoss(Oracle):
         raise NotImplementedError(f"{type(self).__name__}._kernel_events is not implemented")
 
     # --- data passes ------------------------------------------------------------------
+    #: with an intercept (:func:`nsopt.losses._intercept.with_intercept`) the variable is
+    #: ``(W, b)`` flattened, ``W`` d x k then ``b`` (k): the scores are ``X W + 1 b^T``
+    _intercept: bool = False
+
     def _scores(self, w: np.ndarray) -> np.ndarray:
-        """``F = X W`` (m x k, C order) for flattened ``w``."""
+        """``F = X W`` (m x k, C order) for flattened ``w`` (``X W + 1 b^T`` with an
+        intercept: ``w`` is then ``(W, b)``, the last k entries the intercepts)."""
         W = w.reshape(self.shape)
+        if self._intercept:
+            W, b = W[:-1], W[-1]
         dm = self.data
         if not dm.sparse:
-            return np.ascontiguousarray(dm.X @ W)
-        out = np.empty((self.m, self.n_outputs))
-        X = dm.csr
-        self._matmat(X.indptr, X.indices, X.data, W, out)
+            out = np.ascontiguousarray(dm.X @ W)
+        else:
+            out = np.empty((self.m, self.n_outputs))
+            X = dm.csr
+            self._matmat(X.indptr, X.indices, X.data, np.ascontiguousarray(W), out)
+        if self._intercept:
+            out += b
         return out
 
     def _pull_pairs(self, plus, minus, coef) -> np.ndarray:
         """``X^T G`` flattened, for ``G_i = coef_i (e_plus_i - e_minus_i)``, in O(nnz)."""
         dm = self.data
         out = np.empty(self.shape)
+        body = out[:-1] if self._intercept else out
         if dm.sparse:
             X = dm.csc
-            self._pull_pairs_kernel(X.indptr, X.indices, X.data, plus, minus, coef, out)
+            self._pull_pairs_kernel(X.indptr, X.indices, X.data, plus, minus, coef, body)
         else:
-            _vk.dense_pull_pairs(dm.X, plus, minus, coef, out)
+            _vk.dense_pull_pairs(dm.X, plus, minus, coef, body)
+        if self._intercept:  # the intercepts' column of ones: sum_i coef_i (e_plus - e_minus)
+            k = self.n_outputs
+            out[-1] = (np.bincount(plus, weights=coef, minlength=k)
+                       - np.bincount(minus, weights=coef, minlength=k))
         return out.reshape(-1)
 
     def _pull(self, G: np.ndarray) -> np.ndarray:
         """``X^T G`` flattened in C order."""
         dm = self.data
+        if self._intercept:
+            return np.concatenate((self._pull_body(G), G.sum(axis=0)))
+        return self._pull_body(G)
+
+    def _pull_body(self, G: np.ndarray) -> np.ndarray:
+        dm = self.data
         if not dm.sparse:
             return np.ascontiguousarray(dm.X.T @ G).reshape(-1)
-        out = np.empty(self.shape)
+        out = np.empty((self.n_features, self.n_outputs))
         X = dm.csc
         self._rmatmat(X.indptr, X.indices, X.data, G, out)
         return out.reshape(-1)

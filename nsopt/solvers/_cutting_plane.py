@@ -26,7 +26,7 @@ from ..oracle import freeze
 from ..inner import select
 from ..losses._groups import contiguous_groups
 
-__all__ = ["new_bundle", "add_planes", "solve_master", "add_and_solve", "PLANE_OPTIONS", "Master"]
+__all__ = ["intercept_reason", "new_bundle", "add_planes", "solve_master", "add_and_solve", "PLANE_OPTIONS", "Master"]
 
 
 PLANE_OPTIONS = {
@@ -60,6 +60,27 @@ class Master(NamedTuple):
     seconds: float
     n_iter: int
     evidence: object = None
+
+
+def intercept_reason(problem, name: str) -> str | None:
+    r"""Why the BMRM-family method ``name`` cannot solve ``problem`` with an intercept, or None.
+
+    Their master problems carry the intercept as a box on ``b`` (the dual's equality relaxed
+    to :math:`-B\|A_b^T\alpha\|_1`, :mod:`nsopt.inner.intercept`), which needs a quadratic or
+    L1 regularizer and a proven bound B (:meth:`~nsopt.RegularizedRisk.intercept_bound`)."""
+    if not getattr(problem, "fit_intercept", False):
+        return None
+    others = "use 'subbfgs', 'sublbfgs' or 'proximal-bundle', which treat the intercept as a free coordinate"
+    if problem.reg.inner is None:
+        return (f"method {name!r} with fit_intercept=True needs a quadratic (L2, QuadraticForm) or "
+                f"L1 regularizer for its master problem with intercepts, got "
+                f"{type(problem.base_reg).__name__}; {others}")
+    if not math.isfinite(problem.intercept_bound()):
+        return (f"method {name!r} with fit_intercept=True needs a proven bound on the optimal "
+                f"intercept, and none is known for {type(problem.base_loss).__name__} with "
+                f"{type(problem.base_reg).__name__} (RegularizedRisk.intercept_bound() is inf); "
+                f"{others}")
+    return None
 
 
 def evidence_kind(problem) -> tuple[str, int | None]:

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..bundle import PlaneBundle
 from ._base import Solver
-from ._cutting_plane import (PLANE_OPTIONS, add_planes, bundle_planes, master_solver, new_bundle,
+from ._cutting_plane import (PLANE_OPTIONS, intercept_reason, add_planes, bundle_planes, master_solver, new_bundle,
                              solve_master)
 from ._registry import register
 
@@ -90,6 +90,11 @@ class BMRM(Solver):
     self_certifying = True
     history_fields = ("n_planes", "inner_time", "inner_iter")
     options = dict(PLANE_OPTIONS)
+
+    @classmethod
+    def unsupported_reason(cls, problem):
+        reason = super().unsupported_reason(problem)
+        return reason if reason is not None else intercept_reason(problem, cls.name)
 
     class State(NamedTuple):
         w: np.ndarray              # w_t, the master minimiser: the next query point

@@ -183,6 +183,10 @@ class ExcessiveGap(Solver):
                 "or a loss with a saddle_form() method)")
         if not isinstance(problem, RegularizedRisk):
             return f"{what}; got {type(problem).__name__}"
+        if problem.fit_intercept:
+            return (f"method {cls.name!r} does not take fit_intercept=True (its smoothing needs "
+                    "L2 on every coordinate); for the hinge with an unregularized bias use "
+                    "nsopt.solvers.excessive_gap.pragam_with_bias, or another method")
         if not _has_saddle_form(problem.loss):
             return f"{what}; got loss {type(problem.loss).__name__}"
         if not problem.reg.self_conjugate:

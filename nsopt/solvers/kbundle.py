@@ -17,7 +17,7 @@ import numpy as np
 from ..bundle import PlaneBundle
 from .._validation import Boolean, Interval, NoneOr, Option
 from ._base import Solver
-from ._cutting_plane import PLANE_OPTIONS, add_planes, master_solver, new_bundle, solve_master
+from ._cutting_plane import PLANE_OPTIONS, add_planes, intercept_reason, master_solver, new_bundle, solve_master
 from ._registry import register
 
 
@@ -90,6 +90,8 @@ class KBundle(Solver):
     @classmethod
     def unsupported_reason(cls, problem):
         reason = super().unsupported_reason(problem)
+        if reason is None:
+            reason = intercept_reason(problem, cls.name)
         if reason is None and problem.reg.polyhedral:
             reason = (f"kbundle aggregates planes, which converges only with a strongly convex "
                       f"regularizer; {type(problem.reg).__name__} has a polyhedral conjugate "

@@ -20,7 +20,7 @@ from .._linalg import lincomb
 from ..oracle import freeze
 from .._validation import Boolean, Interval, Option
 from ._base import Solver
-from ._cutting_plane import (PLANE_OPTIONS, add_planes, bundle_planes, master_solver, new_bundle,
+from ._cutting_plane import (PLANE_OPTIONS, intercept_reason, add_planes, bundle_planes, master_solver, new_bundle,
                              solve_master)
 from ._registry import register
 from ..linesearch import exact_line_search
@@ -83,6 +83,11 @@ class LSBMRM(Solver):
                                      "the master minimiser (1)", renamed_from="theta"),
         "line_search": Option(True, Boolean(), doc="False: BMRM's iterates (eta = 1)"),
     }
+
+    @classmethod
+    def unsupported_reason(cls, problem):
+        reason = super().unsupported_reason(problem)
+        return reason if reason is not None else intercept_reason(problem, cls.name)
 
     class State(NamedTuple):
         w_best: np.ndarray         # w_t^b, the line-search point (what the Result returns)

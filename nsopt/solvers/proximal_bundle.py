@@ -30,7 +30,7 @@ from ._region import (MasterLPError, Region, box_model_minimum, planes_evidence,
                       region_from_options)
 from ._start import sgd_start
 from ..oracle import freeze
-from ._cutting_plane import (PLANE_OPTIONS, add_and_solve, add_planes, bundle_planes, master_solver,
+from ._cutting_plane import (PLANE_OPTIONS, intercept_reason, add_and_solve, add_planes, bundle_planes, master_solver,
                              new_bundle, solve_master)
 from ._registry import register
 
@@ -267,6 +267,10 @@ class ProxBMRM(ProximalBundle):
         if not isinstance(problem, RegularizedRisk):
             return ("proximal BMRM needs a RegularizedRisk(loss, L2(), lam); for any other "
                     "convex function use ProximalBundle(variant='trust-region')")
+        if problem.fit_intercept:
+            return ("proximal BMRM's closed-form steps need L2 on every coordinate, and "
+                    "fit_intercept=True leaves the intercept unregularized; use "
+                    "variant='trust-region' (which treats it as a free coordinate), or 'bmrm'")
         if not problem.reg.self_conjugate:
             return (f"proximal BMRM needs the L2 regularizer, got {type(problem.reg).__name__}; "
                     "use variant='trust-region', or method 'bmrm'")

@@ -1,0 +1,324 @@
+"""An unregularized intercept (``RegularizedRisk(..., fit_intercept=True)``) for every solver:
+against cvxpy (Clarabel) with a free bias, certificates that check and forged ones that do not,
+the intercept really unregularized, the oracle consistent, clear errors."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import nsopt
+from nsopt import losses as L
+from nsopt import regularizers as R
+from nsopt.certificate import CertificateError, DualPoint, QueryPoints
+from nsopt.solvers import SOLVERS, ProblemNotSupported
+from nsopt.testing import check_oracle
+
+cp = pytest.importorskip("cvxpy")
+
+LAM = 0.05
+
+
+def binary(m=60, d=4, seed=0, positive=0.5, shift=0.0):
+    """A small noisy binary problem whose labels are imbalanced by ``shift`` (labels +-1)."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((m, d))
+    w = rng.standard_normal(d)
+    z = X @ w + 0.5 * rng.standard_normal(m)
+    y = np.where(z >= np.quantile(z, 1 - positive), 1.0, -1.0)
+    return X + shift, y
+
+
+def multiclass(m=60, d=4, k=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((m, d))
+    W = rng.standard_normal((d, k))
+    y = np.argmax(X @ W + 0.5 * rng.standard_normal((m, k)) + np.array([1.0, 0, -0.5]), axis=1)
+    y[:k] = np.arange(k)
+    return X, y
+
+
+# --- cvxpy with a free bias (kept here, independent of nsopt's own translators) --------------
+def cvx_reference(loss_name, X, y, reg, lam):
+    """(J*, coef, intercept) of ``lam Omega(coef) + mean loss`` with a free bias, by Clarabel."""
+    X = X.toarray() if sp.issparse(X) else np.asarray(X)
+    m, d = X.shape
+    if loss_name == "multiclass-hinge":
+        k = int(y.max()) + 1
+        W, b = cp.Variable((d, k)), cp.Variable(k)
+        onehot = np.eye(k)[y]
+        F = X @ W + np.ones((m, 1)) @ cp.reshape(b, (1, k), order="C")
+        risk = cp.sum(cp.max(F + 1 - onehot, axis=1) - cp.sum(cp.multiply(onehot, F), axis=1)) / m
+        coef = cp.vec(W, order="C")
+    else:
+        w, b = cp.Variable(d), cp.Variable()
+        z = X @ w + b
+        if loss_name == "hinge":
+            risk = cp.sum(cp.pos(1 - cp.multiply(y, z))) / m
+        elif loss_name == "squared-hinge":
+            risk = 0.5 * cp.sum_squares(cp.pos(1 - cp.multiply(y, z))) / m
+        elif loss_name == "logistic":
+            risk = cp.sum(cp.logistic(-cp.multiply(y, z))) / m
+        elif loss_name == "least-squares":
+            risk = 0.5 * cp.sum_squares(z - y) / m
+        else:  # pragma: no cover
+            raise ValueError(loss_name)
+        coef = w
+    omega = 0.5 * cp.sum_squares(coef) if isinstance(reg, R.L2) else cp.norm1(coef)
+    prob = cp.Problem(cp.Minimize(lam * omega + risk))
+    prob.solve(solver=cp.CLARABEL)
+    assert prob.status == "optimal", prob.status
+    return float(prob.value), np.asarray(coef.value).ravel(), np.atleast_1d(b.value).astype(float)
+
+
+LOSSES = {"hinge": L.Hinge, "squared-hinge": L.SquaredHinge, "logistic": L.Logistic,
+          "multiclass-hinge": L.MulticlassHinge}
+
+
+def make(loss_name, reg, seed=0):
+    X, y = multiclass(seed=seed) if loss_name == "multiclass-hinge" else binary(seed=seed, positive=0.3)
+    J = nsopt.RegularizedRisk(LOSSES[loss_name](X, y), reg, LAM, fit_intercept=True)
+    return J, X, y
+
+
+_REF = {}
+
+
+def reference(loss_name, reg_name):
+    key = (loss_name, reg_name)
+    if key not in _REF:
+        reg = R.L2() if reg_name == "l2" else R.L1()
+        J, X, y = make(loss_name, reg)
+        _REF[key] = cvx_reference(loss_name, X, y, reg, LAM)
+    return _REF[key]
+
+
+def supports(method, J):
+    return SOLVERS[method].unsupported_reason(J) is None
+
+
+METHODS = ["bmrm", "ls-bmrm", "kbundle", "proximal-bundle", "subbfgs", "sublbfgs"]
+
+
+@pytest.mark.parametrize("reg_name", ["l2", "l1"])
+@pytest.mark.parametrize("loss_name", list(LOSSES))
+@pytest.mark.parametrize("method", METHODS)
+def test_against_cvxpy_with_free_bias(method, loss_name, reg_name):
+    reg = R.L2() if reg_name == "l2" else R.L1()
+    J, X, y = make(loss_name, reg)
+    if not supports(method, J):
+        with pytest.raises(ProblemNotSupported):
+            nsopt.minimize(J, method=method)
+        assert method == "kbundle" and reg_name == "l1"  # the only combination refused here
+        return
+    opt, coef, intercept = reference(loss_name, reg_name)
+    res = nsopt.minimize(J, method=method, rtol=1e-4, max_iter=3000)
+    tol = 1e-6 * max(1.0, abs(opt))
+    assert res.success, (res.status, res.gap)
+    assert res.lower_bound <= opt + tol
+    assert opt <= res.fun + tol
+    assert res.gap <= 1e-4 * abs(res.fun) * (1 + 1e-9)
+    assert res.certificate.check(J) >= res.lower_bound - 1e-9 * abs(res.fun)
+    # the box the certificates use contains cvxpy's intercept
+    assert np.max(np.abs(intercept)) <= J.intercept_bound()
+    # and the fit is cvxpy's up to the gap (J is strongly convex in nothing, so compare values)
+    assert abs(J.value(J.join(coef, intercept)) - opt) <= 1e-5 * max(1.0, abs(opt))
+
+
+def test_every_solver_solves_or_refuses_clearly():
+    X, y = binary()
+    for reg in (R.L2(), R.L1(), R.Lp(1.5)):
+        J = nsopt.RegularizedRisk(L.Hinge(X, y), reg, LAM, fit_intercept=True)
+        for name, cls in SOLVERS.items():
+            if getattr(cls, "required_options", ()):  # level-bundle: a box of the user's
+                res = nsopt.minimize(J, method=name, bounds=(-50.0, 50.0), max_iter=200)
+                res.certificate.check(J, bounds=(-50.0, 50.0))
+                continue
+            reason = cls.unsupported_reason(J)
+            if reason is not None:
+                assert "intercept" in reason or "bounds" in reason or "polyhedral" in reason, reason
+                with pytest.raises(ProblemNotSupported):
+                    nsopt.minimize(J, method=name, max_iter=5)
+                continue
+            res = nsopt.minimize(J, method=name, max_iter=400)
+            assert res.lower_bound <= res.fun
+            res.certificate.check(J)
+
+
+def test_excessive_gap_points_to_pragam_with_bias():
+    X, y = binary()
+    J = nsopt.RegularizedRisk(L.Hinge(X, y), R.L2(), LAM, fit_intercept=True)
+    with pytest.raises(ProblemNotSupported, match="pragam_with_bias"):
+        nsopt.minimize(J, method="excessive-gap")
+
+
+def test_bmrm_refuses_regularizer_without_intercept_master():
+    X, y = binary()
+    J = nsopt.RegularizedRisk(L.Logistic(X, y), R.Lp(1.5), LAM, fit_intercept=True)
+    with pytest.raises(ProblemNotSupported, match="subbfgs"):
+        nsopt.minimize(J, method="bmrm")
+    res = nsopt.minimize(J, method="subbfgs", rtol=1e-3)  # a free coordinate there
+    assert math.isfinite(res.fun)
+
+
+# --- certificates ----------------------------------------------------------------------
+def _hinge_problem():
+    X, y = binary(positive=0.25)
+    return nsopt.RegularizedRisk(L.Hinge(X, y), R.L2(), LAM, fit_intercept=True)
+
+
+def _unboxed_bound(J, a, b):
+    coef_a = a[:-J.n_intercepts]
+    return b - J.base_reg.scaled_conjugate(coef_a, J.lam)
+
+
+def test_forged_dual_point_violating_the_equality_is_rejected():
+    J = _hinge_problem()
+    res = nsopt.minimize(J, method="bmrm", rtol=1e-6)
+    cert = res.certificate
+    assert isinstance(cert.evidence, DualPoint)
+    cert.check(J)
+    # t = 1 everywhere: sum c y t != 0 (imbalanced), so the plane's intercept slope is not 0
+    t = np.ones(J.loss.m)
+    a, b = J.loss.dual_plane(t)
+    assert abs(a[-1]) > 0.1
+    claimed = _unboxed_bound(J, a, b)  # what ignoring the equality would claim
+    assert claimed > J.reg.scaled_conjugate(a, J.lam) * 0 + b - J.reg.scaled_conjugate(a, J.lam)
+    forged = type(cert)(upper=cert.upper, lower=min(claimed, cert.upper), gap=cert.upper - min(claimed, cert.upper),
+                        source=cert.source, evidence=DualPoint(t), x=cert.x,
+                        fingerprint=cert.fingerprint)
+    with pytest.raises(CertificateError):
+        forged.check(J)
+
+
+def test_tampered_bias_box_is_rejected():
+    J = _hinge_problem()
+    res = nsopt.minimize(J, method="bmrm", rtol=1e-6)
+    # a problem whose box pretends the bias is 0: its "bound" is the optimum with b = 0, above J*
+    fake = nsopt.RegularizedRisk(J.base_loss, R.L2(), LAM, fit_intercept=True)
+    fake._intercept_bound = 0.0
+    fres = nsopt.minimize(fake, method="bmrm", rtol=1e-8)
+    assert fres.lower_bound > res.fun + 1e-3  # b = 0 is far from optimal on imbalanced data
+    with pytest.raises(CertificateError):
+        fres.certificate.check(J)
+
+
+def test_query_points_evidence_with_intercept():
+    J = _hinge_problem()
+    res = nsopt.minimize(J, method="subbfgs", rtol=1e-4)
+    ev = res.certificate.evidence
+    res.certificate.check(J)
+    if isinstance(ev, QueryPoints):  # the plane certifier's evidence: forging a point fails
+        pts = list(ev.points)
+        pts[0] = pts[0] + 1.0
+        forged = type(res.certificate)(**{**res.certificate.__dict__,
+                                          "evidence": QueryPoints(tuple(pts), ev.weights, ev.floor)})
+        with pytest.raises(CertificateError):
+            forged.check(J)
+
+
+# --- the intercept is not regularized --------------------------------------------------
+def test_shifting_targets_shifts_only_the_intercept():
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((50, 3))
+    y = X @ np.array([1.0, -2.0, 0.5]) + 0.1 * rng.standard_normal(50)
+    fits = []
+    for shift in (0.0, 7.0):
+        J = nsopt.RegularizedRisk(L.LeastSquares(X, y + shift), R.L2(), 0.1, fit_intercept=True)
+        res = nsopt.minimize(J, method="bmrm", rtol=1e-10, max_iter=500)
+        assert res.success
+        fits.append(J.split(res.x))
+    (c0, b0), (c1, b1) = fits
+    np.testing.assert_allclose(c1, c0, atol=1e-4)
+    np.testing.assert_allclose(b1 - b0, 7.0, atol=1e-4)
+    # a regularized constant column would shrink the shift
+    Xc = np.hstack([X, np.ones((50, 1))])
+    Jc = nsopt.RegularizedRisk(L.LeastSquares(Xc, y + 7.0), R.L2(), 0.1)
+    shrunk = nsopt.minimize(Jc, method="bmrm", rtol=1e-10).x[-1]
+    assert shrunk < b1[0] - 0.5
+
+
+def test_imbalanced_classes_give_a_large_bias():
+    X, y = binary(m=80, positive=0.9, seed=2)
+    J = nsopt.RegularizedRisk(L.Logistic(X, y), R.L2(), 1.0, fit_intercept=True)
+    res = nsopt.minimize(J, method="sublbfgs", rtol=1e-8)
+    coef, b = J.split(res.x)
+    opt, _, b_ref = cvx_reference("logistic", X, y, R.L2(), 1.0)
+    assert b[0] > 1.5  # strong regularization: the bias carries the class prior (log 9 = 2.2)
+    assert abs(b[0] - b_ref[0]) < 1e-3
+    assert res.lower_bound <= opt + 1e-9
+
+
+# --- the oracle --------------------------------------------------------------------------
+@settings(max_examples=12, deadline=None)
+@given(seed=st.integers(0, 1000), kind=st.sampled_from(
+    ["hinge", "logistic", "squared-hinge", "multiclass-hinge", "softmax", "least-squares"]),
+    sparse=st.booleans(), l1=st.booleans())
+def test_check_oracle_with_intercept(seed, kind, sparse, l1):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((20, 3))
+    Xs = sp.csr_matrix(X) if sparse else X
+    if kind in ("multiclass-hinge", "softmax"):
+        y = rng.integers(0, 3, 20)
+        y[:3] = np.arange(3)
+        loss = (L.MulticlassHinge if kind == "multiclass-hinge" else L.Softmax)(Xs, y)
+    elif kind == "least-squares":
+        loss = L.LeastSquares(Xs, rng.standard_normal(20))
+    else:
+        y = np.where(rng.standard_normal(20) > 0, 1.0, -1.0)
+        loss = LOSSES[kind](Xs, y)
+    J = nsopt.RegularizedRisk(loss, R.L1() if l1 else R.L2(), 0.1, fit_intercept=True)
+    check_oracle(J, seed=seed)
+    # the loss on x is that of the data with a column of ones (per class)
+    x = rng.standard_normal(J.dim)
+    coef, b = J.split(x)
+    if loss.shape == (loss.dim,):
+        ref = type(loss).__new__(type(loss))
+        plain = L.LeastSquares if kind == "least-squares" else LOSSES[kind]
+        ref = plain(np.hstack([X, np.ones((20, 1))]), loss.y)
+        assert abs(J.loss.value(x) - ref.value(x)) <= 1e-12 * (1 + abs(ref.value(x)))
+    else:
+        k = loss.shape[1]
+        ref_loss = type(loss)(np.hstack([X, np.ones((20, 1))]), loss.y)
+        assert abs(J.loss.value(x) - ref_loss.value(x)) <= 1e-12 * (1 + abs(ref_loss.value(x)))
+        assert b.size == k
+
+
+# --- shapes and errors --------------------------------------------------------------------
+def test_split_join_and_dimensions():
+    X, y = multiclass()
+    J = nsopt.RegularizedRisk(L.MulticlassHinge(X, y), fit_intercept=True)
+    assert J.n_intercepts == 3 and J.dim == 4 * 3 + 3
+    coef, b = np.arange(12.0), np.array([7.0, 8.0, 9.0])
+    x = J.join(coef, b)
+    c2, b2 = J.split(x)
+    np.testing.assert_array_equal(c2, coef)
+    np.testing.assert_array_equal(b2, b)
+    # x is the flattened (d+1) x k matrix whose last row holds the intercepts
+    np.testing.assert_array_equal(x.reshape(5, 3)[-1], b)
+    # the intercept is not regularized
+    assert J.value(J.join(np.zeros(12), [5.0, -3.0, 1.0])) == pytest.approx(
+        J.base_loss.value(np.zeros(12)) * 0 + J.loss.value(J.join(np.zeros(12), [5.0, -3.0, 1.0])))
+    Jplain = nsopt.RegularizedRisk(L.MulticlassHinge(X, y))
+    assert Jplain.n_intercepts == 0 and Jplain.dim == 12 and not Jplain.fit_intercept
+
+
+def test_clear_errors():
+    X, y = binary()
+    with pytest.raises(ValueError, match="cancels out"):
+        nsopt.RegularizedRisk(L.ROCArea(X, y), fit_intercept=True)
+    J = nsopt.RegularizedRisk(L.Hinge(X, y), fit_intercept=True)
+    with pytest.raises(ValueError, match="length"):
+        J.value(np.zeros(X.shape[1]))
+    with pytest.raises(ValueError, match="length"):
+        J.split(np.zeros(X.shape[1]))
+    with pytest.raises(ValueError, match="intercept must have 1"):
+        J.join(np.zeros(X.shape[1]), [1.0, 2.0])
+    with pytest.raises(TypeError, match="fit_intercept"):
+        nsopt.RegularizedRisk(L.Hinge(X, y), fit_intercept="yes")
+    with pytest.raises(ValueError, match="rho"):
+        nsopt.RegularizedRisk(L.Novelty(X), fit_intercept=True)
