@@ -53,7 +53,7 @@ from . import losses as _losses
 from . import regularizers as _regs
 from .minimize import minimize
 from .problem import RegularizedRisk
-from .solvers import SOLVERS
+from .solvers import SOLVERS, methods_supporting
 
 __all__ = ["LinearClassifier", "LinearRegressor", "LinearRanker"]
 
@@ -125,11 +125,20 @@ class _LinearModel(BaseEstimator):
         v = _check_real(value, use, low=0.0)
         return v if use == "alpha" else 1.0 / (v * total_weight)
 
-    def _method(self) -> str:
+    def _method(self, J) -> str:
+        """The named method, or the default: ``"sublbfgs"`` for a smooth loss with the L2
+        penalty (not when warm-starting: it keeps no planes), else ``"ls-bmrm"``; when the
+        problem does not suit it (e.g. an intercept without a proven bound), the first of
+        ``ls-bmrm, sublbfgs, proximal-bundle`` that nsopt says can solve it."""
         if self.method is None:
             smooth = self._loss_name() in self._smooth_losses
             quasi_newton = smooth and self.penalty == "l2" and not self.warm_start
-            return "sublbfgs" if quasi_newton else "ls-bmrm"
+            first = "sublbfgs" if quasi_newton else "ls-bmrm"
+            able = methods_supporting(J)
+            for name in (first, "ls-bmrm", "sublbfgs", "proximal-bundle"):
+                if name in able:
+                    return name
+            return first  # nsopt's refusal will say why
         if not isinstance(self.method, str) or self.method.lower() not in SOLVERS:
             raise ValueError(f"method must be None or one of {sorted(SOLVERS)}, got {self.method!r}")
         return self.method.lower()
@@ -158,7 +167,7 @@ class _LinearModel(BaseEstimator):
             J = RegularizedRisk(loss, reg, lam, fit_intercept=True)
         else:
             J = RegularizedRisk(loss, reg, lam)
-        method = self._method()
+        method = self._method(J)
         options = dict(self.solver_options or {})
         x0 = None
         state = getattr(self, "_warm_state", None)
@@ -218,6 +227,46 @@ def _fit_data(est, X, y, sample_weight, y_numeric):
     if sample_weight is not None:
         sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
     return X, y, sw
+
+
+def _canonical(X, y, sw):
+    r"""The weighted sample as one canonical list of distinct examples.
+
+    The risk depends on the data only through the weighted empirical distribution
+    :math:`\sum_i c_i \delta_{(x_i, y_i)}`; this drops the examples of weight 0, merges equal
+    examples (their weights add) and sorts them by content. So reordering the rows, repeating
+    an example or giving it an integer weight, or adding examples of weight 0 gives the solver
+    the very same problem, bit for bit, and the same model: the fitted model is a function of
+    the weighted sample, not of how it was written down. Returns ``(X, y, weights)`` (the
+    weights None when every example is distinct and unweighted).
+    """
+    m = X.shape[0]
+    w = np.ones(m) if sw is None else np.asarray(sw, dtype=np.float64)
+    yb = np.ascontiguousarray(y)
+    if sp.issparse(X):
+        X = X.tocsr()
+        X.sum_duplicates()
+        X.eliminate_zeros()
+        ind, dat, ptr = X.indices, X.data, X.indptr
+        keys = [ind[ptr[i]:ptr[i + 1]].tobytes() + b"|" + dat[ptr[i]:ptr[i + 1]].tobytes()
+                + b"|" + yb[i:i + 1].tobytes() for i in range(m)]
+    else:
+        X = np.ascontiguousarray(X)
+        keys = [X[i].tobytes() + yb[i:i + 1].tobytes() for i in range(m)]
+    keep = [i for i in range(m) if w[i] > 0]
+    keep.sort(key=keys.__getitem__)
+    first, weights = [], []
+    for i in keep:
+        if first and keys[i] == keys[first[-1]]:
+            weights[-1] += w[i]
+        else:
+            first.append(i)
+            weights.append(w[i])
+    rows = np.asarray(first, dtype=np.intp)
+    weights = np.asarray(weights)
+    if sw is None and rows.size == m:
+        weights = None
+    return X[rows], y[rows], weights
 
 
 # ----------------------------------------------------------------------------------------
@@ -341,14 +390,18 @@ class LinearClassifier(ClassifierMixin, _LinearModel):
         X, y, sw = _fit_data(self, X, y, sample_weight, y_numeric=False)
         check_classification_targets(y)
         self.classes_, yk = np.unique(y, return_inverse=True)
+        X, yk, sw = _canonical(X, yk.astype(np.int64), sw)
         k = self.classes_.size
         if k < 2:
             raise ValueError(f"{type(self).__name__} needs samples of at least 2 classes in the "
                              f"data, but the data contains only one class: {self.classes_[0]!r}")
+        if np.unique(yk).size < 2:
+            raise ValueError(f"{type(self).__name__} needs samples of at least 2 classes with "
+                             "a positive sample_weight, but only one class has any weight")
         if k > 2 and not multiclass:
             raise ValueError(
                 f"Only binary classification is supported by loss={self.loss!r}. The type of "
-                f"the target is {type_of_target(y)} ({k} classes): use loss='multiclass_hinge' "
+                f"the target is {type_of_target(self.classes_[yk])} ({k} classes): use loss='multiclass_hinge' "
                 "or 'softmax', or sklearn.multiclass.OneVsRestClassifier")
         total = float(X.shape[0] if sw is None else sw.sum())
         lam = self._lam(total)
@@ -519,6 +572,7 @@ class LinearRegressor(RegressorMixin, _LinearModel):
         """Fit the model; ``sample_weight`` weighs the examples (weighted mean loss)."""
         self._check_common()
         X, y, sw = _fit_data(self, X, y, sample_weight, y_numeric=True)
+        X, y, sw = _canonical(X, y, sw)
         loss = self._make_loss(X, y, sw)
         lam = self._lam(float(X.shape[0] if sw is None else sw.sum()))
         coef, intercept = self._solve(loss, lam, self.fit_intercept, self._fingerprint(X, y, sw))
@@ -665,6 +719,9 @@ class LinearRanker(_LinearModel):
             return loss, loss.n_pairs
         if np.any(y < 0):
             raise ValueError("loss='ndcg' needs relevance y >= 0 (the gains are 2**y - 1)")
+        if all(np.unique(y[rows]).size < 2 for rows in _query_groups(qid, X.shape[0])):
+            raise ValueError("loss='ndcg' needs a query with two relevance levels, but every "
+                             "query has one class (a single relevance level) only")
         loss = _losses.NDCG(X, y, np.zeros(X.shape[0]) if qid is None else qid, k=self.k)
         return loss, loss.n_queries
 
