@@ -154,7 +154,7 @@ class _LinearModel(BaseEstimator):
                             f"got {type(self.solver_options).__name__}")
 
     # --- solve --------------------------------------------------------------------------
-    def _solve(self, loss, lam, fit_intercept, fingerprint):
+    def _risk(self, loss, lam, fit_intercept) -> RegularizedRisk:
         reg = _regularizer(self.penalty, self.l1_ratio)
         if fit_intercept:
             if not _supports_intercept():
@@ -164,9 +164,10 @@ class _LinearModel(BaseEstimator):
                     "version of nsopt does not have yet; pass fit_intercept=False (and centre "
                     "the data, e.g. with sklearn.preprocessing.StandardScaler). nsopt does not "
                     "fake an intercept with a regularized constant column.")
-            J = RegularizedRisk(loss, reg, lam, fit_intercept=True)
-        else:
-            J = RegularizedRisk(loss, reg, lam)
+            return RegularizedRisk(loss, reg, lam, fit_intercept=True)
+        return RegularizedRisk(loss, reg, lam)
+
+    def _solve(self, J, fingerprint):
         method = self._method(J)
         options = dict(self.solver_options or {})
         x0 = None
@@ -188,16 +189,13 @@ class _LinearModel(BaseEstimator):
                 f"{method!r}); increase max_iter or tol, or change method", ConvergenceWarning)
         self._warm_state = {"x": np.array(res.x), "planes": res.info.get("planes"),
                             "fingerprint": fingerprint}
-        if fit_intercept:
-            coef, intercept = J.split(res.x)
-        else:
-            coef, intercept = res.x, np.zeros(0)
+        coef, intercept = J.split(res.x)
         self.result_ = res
         self.n_iter_ = int(max(res.nit, 1))
         self.lower_bound_ = float(res.lower_bound)
         self.gap_ = float(res.gap)
         self.certificate_ = res.certificate
-        self.lam_ = lam
+        self.lam_ = J.lam
         return np.asarray(coef, dtype=np.float64), np.asarray(intercept, dtype=np.float64)
 
     def _fingerprint(self, X, *arrays):
@@ -385,6 +383,28 @@ class LinearClassifier(ClassifierMixin, _LinearModel):
     def fit(self, X, y, sample_weight=None):
         """Fit the model; ``sample_weight`` weighs the examples (the risk is their weighted
         mean, so integer weights equal repeated examples)."""
+        J, fingerprint, (multiclass, k, loss) = self._prepare(X, y, sample_weight)
+        coef, intercept = self._solve(J, fingerprint)
+        if multiclass:
+            W = coef.reshape(loss.shape)          # d x k
+            b = intercept if intercept.size else np.zeros(k)
+            if k == 2:                            # scikit-learn's binary convention
+                self.coef_ = (W[:, 1] - W[:, 0])[None, :]
+                self.intercept_ = np.array([b[1] - b[0]])
+            else:
+                self.coef_ = np.ascontiguousarray(W.T)
+                self.intercept_ = np.asarray(b, dtype=np.float64)
+        else:
+            self.coef_ = coef[None, :]
+            self.intercept_ = intercept if intercept.size else np.zeros(1)
+        return self
+
+    def problem(self, X, y, sample_weight=None) -> RegularizedRisk:
+        """The :class:`~nsopt.RegularizedRisk` that :meth:`fit` minimises on this data (the
+        examples in their canonical order), e.g. to ``certificate_.check`` it."""
+        return self._prepare(X, y, sample_weight)[0]
+
+    def _prepare(self, X, y, sample_weight):
         multiclass = self._multiclass_loss()
         self._check_common()
         X, y, sw = _fit_data(self, X, y, sample_weight, y_numeric=False)
@@ -412,21 +432,8 @@ class LinearClassifier(ClassifierMixin, _LinearModel):
         else:
             target = np.where(yk == 1, 1.0, -1.0)
             loss = _BINARY_LOSSES[name](X, target, sample_weight=sw)
-        coef, intercept = self._solve(loss, lam, self.fit_intercept,
-                                      self._fingerprint(X, target, sw))
-        if multiclass:
-            W = coef.reshape(loss.shape)          # d x k
-            b = intercept if intercept.size else np.zeros(k)
-            if k == 2:                            # scikit-learn's binary convention
-                self.coef_ = (W[:, 1] - W[:, 0])[None, :]
-                self.intercept_ = np.array([b[1] - b[0]])
-            else:
-                self.coef_ = np.ascontiguousarray(W.T)
-                self.intercept_ = np.asarray(b, dtype=np.float64)
-        else:
-            self.coef_ = coef[None, :]
-            self.intercept_ = intercept if intercept.size else np.zeros(1)
-        return self
+        return (self._risk(loss, lam, self.fit_intercept), self._fingerprint(X, target, sw),
+                (multiclass, k, loss))
 
     def decision_function(self, X):
         """Scores: shape (n,) for two classes (positive means ``classes_[1]``), else (n, k)."""
@@ -495,8 +502,10 @@ class LinearRegressor(RegressorMixin, _LinearModel):
         (:class:`~nsopt.losses.LeastSquares`), ``"absolute_error"`` :math:`|r|`
         (:class:`~nsopt.losses.LeastAbsoluteDeviation`), ``"epsilon_insensitive"``
         :math:`\max(0, |r| - \epsilon)` (:class:`~nsopt.losses.EpsilonInsensitive`),
-        ``"quantile"`` the pinball loss of level ``quantile``
-        (:class:`~nsopt.losses.Quantile`), ``"huber"`` quadratic up to :math:`|r| = \epsilon`
+        ``"quantile"`` the pinball loss of level ``q = quantile``,
+        :math:`\max(q\,(y - f), (1 - q)(f - y))`, whose minimiser estimates the q-quantile,
+        as :class:`~sklearn.linear_model.QuantileRegressor` (:class:`~nsopt.losses.Quantile`
+        with ``tau = 1 - q``: nsopt's ``tau`` weighs over-prediction), ``"huber"`` quadratic up to :math:`|r| = \epsilon`
         then linear (:class:`~nsopt.losses.Huber` with ``delta = epsilon``). Default
         ``"squared_error"``.
     penalty, l1_ratio, fit_intercept, method, tol, max_iter, warm_start, solver_options
@@ -561,8 +570,10 @@ class LinearRegressor(RegressorMixin, _LinearModel):
             eps = _check_real(self.epsilon, "epsilon", low=0.0, low_open=False)
             return _losses.EpsilonInsensitive(X, y, eps, sample_weight=sw)
         if name == "quantile":
-            tau = _check_real(self.quantile, "quantile", low=0.0, high=1.0, high_open=True)
-            return _losses.Quantile(X, y, tau, sample_weight=sw)
+            q = _check_real(self.quantile, "quantile", low=0.0, high=1.0, high_open=True)
+            # nsopt's Quantile(tau) is max(tau (f - y), (1 - tau)(y - f)), whose minimiser is the
+            # (1 - tau)-quantile; the pinball loss of level q (QuantileRegressor's) is tau = 1 - q
+            return _losses.Quantile(X, y, 1.0 - q, sample_weight=sw)
         if name == "huber":
             return _losses.Huber(X, y, _check_real(self.epsilon, "epsilon", low=0.0),
                                  sample_weight=sw)
@@ -570,15 +581,23 @@ class LinearRegressor(RegressorMixin, _LinearModel):
 
     def fit(self, X, y, sample_weight=None):
         """Fit the model; ``sample_weight`` weighs the examples (weighted mean loss)."""
+        coef, intercept = self._solve(*self._prepare(X, y, sample_weight))
+        self.coef_ = coef
+        self.intercept_ = float(intercept[0]) if intercept.size else 0.0
+        return self
+
+    def problem(self, X, y, sample_weight=None) -> RegularizedRisk:
+        """The :class:`~nsopt.RegularizedRisk` that :meth:`fit` minimises on this data (the
+        examples in their canonical order), e.g. to ``certificate_.check`` it."""
+        return self._prepare(X, y, sample_weight)[0]
+
+    def _prepare(self, X, y, sample_weight):
         self._check_common()
         X, y, sw = _fit_data(self, X, y, sample_weight, y_numeric=True)
         X, y, sw = _canonical(X, y, sw)
         loss = self._make_loss(X, y, sw)
         lam = self._lam(float(X.shape[0] if sw is None else sw.sum()))
-        coef, intercept = self._solve(loss, lam, self.fit_intercept, self._fingerprint(X, y, sw))
-        self.coef_ = coef
-        self.intercept_ = float(intercept[0]) if intercept.size else 0.0
-        return self
+        return self._risk(loss, lam, self.fit_intercept), self._fingerprint(X, y, sw)
 
     def predict(self, X):
         return self._scores(X)
@@ -728,6 +747,16 @@ class LinearRanker(_LinearModel):
     def fit(self, X, y, qid=None):
         """Fit the scoring function; ``qid`` (array (n,)) groups the rows into queries, as in
         LETOR / svmlight files (rows of a query need not be contiguous)."""
+        coef, _ = self._solve(*self._prepare(X, y, qid))
+        self.coef_ = coef
+        self.intercept_ = 0.0
+        return self
+
+    def problem(self, X, y, qid=None) -> RegularizedRisk:
+        """The :class:`~nsopt.RegularizedRisk` that :meth:`fit` minimises on this data."""
+        return self._prepare(X, y, qid)[0]
+
+    def _prepare(self, X, y, qid):
         self._check_common()
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, y_numeric=True,
                              multi_output=False)
@@ -737,10 +766,7 @@ class LinearRanker(_LinearModel):
                 raise ValueError(f"qid must have shape ({X.shape[0]},) (one query id per row of "
                                  f"X), got {qid.shape}")
         loss, n_terms = self._make_loss(X, y, qid)
-        coef, _ = self._solve(loss, self._lam(n_terms), False, self._fingerprint(X, y, qid))
-        self.coef_ = coef
-        self.intercept_ = 0.0
-        return self
+        return self._risk(loss, self._lam(n_terms), False), self._fingerprint(X, y, qid)
 
     def predict(self, X):
         """The scores :math:`\\langle x, w\\rangle` (higher: more relevant)."""
