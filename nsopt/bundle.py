@@ -617,7 +617,8 @@ class PlaneBundle:
         with np.errstate(over="ignore", invalid="ignore"):
             value = float(b_bar - scaled_conjugate(reg, a_bar, lam))
         if not value > -math.inf and self.n_fixed and self.n_blocks == 1:
-            amax = float(np.max(np.abs(a_bar), initial=0.0))
+            n_coef = getattr(reg, "n_coef", None)  # intercepts: Omega acts on coef only
+            amax = float(np.max(np.abs(a_bar if n_coef is None else a_bar[:n_coef]), initial=0.0))
             if amax > 0:
                 tau = min(1.0, lam / amax) * (1.0 - 1e-12)
                 alpha = tau * alpha

@@ -146,7 +146,8 @@ def _plane_bound(problem, a, b, floor=None):
     with np.errstate(over="ignore", invalid="ignore"):
         conj = scaled_conjugate(problem.reg, a, lam)
     if math.isinf(conj) and floor is not None and math.isfinite(floor):
-        amax = float(np.max(np.abs(a), initial=0.0))
+        n_coef = getattr(problem.reg, "n_coef", None)  # intercepts: Omega acts on coef only
+        amax = float(np.max(np.abs(a if n_coef is None else a[:n_coef]), initial=0.0))
         if amax <= lam * (1 + 1e-7):
             tau = min(1.0, lam / amax) * (1 - 1e-12)
             a, b = tau * a, tau * b + (1 - tau) * floor
@@ -720,7 +721,13 @@ class Certificate:
         *RegularizedRisk* (:class:`DualPoint`, :class:`QueryPoints`, :class:`SaddlePoint`, or
         :class:`OraclePlanes`): the fingerprint (lam, regularizer, loss and data) must be the
         problem's, so a certificate moved to another problem is rejected; the plane
-        :math:`(a, b)` gives the bound :math:`b - \lambda\Omega^*(-a/\lambda)`.
+        :math:`(a, b)` gives the bound :math:`b - \lambda\Omega^*(-a/\lambda)`. With an
+        intercept (``fit_intercept=True``) :math:`\Omega^*` is that of ``problem.reg``
+        (:class:`~nsopt.problem.InterceptRegularizer`): the coefficients' conjugate plus
+        :math:`B\|a_b\|_1`, with the box B recomputed from the problem (never read from the
+        certificate), so a dual point or multipliers that violate the intercept's equality
+        :math:`\sum_i c_i y_i t_i = 0` (:math:`\sum_i \alpha_i a_{i,b} = 0`) pay for it in the
+        bound, and a certificate issued with a smaller box is rejected.
 
         *Any other Oracle* (a :class:`~nsopt.FunctionOracle`, a combination, a user class):
         no fingerprint of an arbitrary callable is possible, so none is taken; the only evidence

@@ -30,9 +30,9 @@ class RegularizedRisk(Oracle):
     fit_intercept : bool, default False
         Add a free, unregularized intercept (see below).
 
-    An unregularized intercept
-    --------------------------
-    With ``fit_intercept=True`` the problem is
+    Notes
+    -----
+    **An unregularized intercept.** With ``fit_intercept=True`` the problem is
 
     .. math:: J(x) = \lambda\,\Omega(w) + R(w, b),\qquad x = (w, b),
 
@@ -158,12 +158,15 @@ class RegularizedRisk(Oracle):
           intercept lies in the level set :math:`\{\rho \le V_0\}`, an interval found by
           doubling and bisection on :math:`\rho` (with a margin for rounding); B is the larger
           magnitude of its ends.
-        * :class:`~nsopt.losses.MulticlassHinge` with every class present: the loss depends
-          on b only through differences, so some optimum has :math:`\max_j b_j = 0`; the
-          example terms give :math:`c_y (b_j - b_y - 2S) \le V_0` for every class pair, so
-          :math:`b_y \ge -(2S + V_0/c_y)`: :math:`B = 2S + V_0 / \min_y c_y`.
-        * Other losses (Poisson, exponential-family vector losses, multilabel, a class
-          without examples, regularizers without a norm bound): ``inf``.
+        * :class:`~nsopt.losses.MulticlassHinge` and :class:`~nsopt.losses.Softmax` with every
+          class present: the loss depends on b only through differences, so some optimum has
+          :math:`\max_j b_j = 0`; each example's loss is at least :math:`F_{ij} + b_j -
+          F_{iy_i} - b_{y_i}` for every class j (a max, or a log-sum-exp, is at least each
+          term; the margins are nonnegative), so :math:`c_y (b_j - b_y - 2S) \le V_0` for every
+          class pair and :math:`b_y \ge -(2S + V_0/c_y)`: :math:`B = 2S + V_0 / \min_y c_y`
+          (:math:`c_y` the weight of class y).
+        * Other losses (Poisson, multilabel, scaled multiclass hinge, a class without examples,
+          regularizers without a norm bound): ``inf``.
         """
         if not self.fit_intercept:
             return 0.0
@@ -338,7 +341,7 @@ _REGRESSION = ("LeastSquares", "LeastAbsoluteDeviation", "Huber", "Quantile",
 def _intercept_bound(J: RegularizedRisk) -> float:
     """See :meth:`RegularizedRisk.intercept_bound`."""
     from .losses._base import ScalarLoss
-    from .losses.vector import MulticlassHinge
+    from .losses.vector import MulticlassHinge, Softmax
 
     base = J.base_loss
     v0 = float(J.value(np.zeros(J.dim)))
@@ -352,8 +355,8 @@ def _intercept_bound(J: RegularizedRisk) -> float:
         return math.inf
     p, r = radius
     S = _max_dual_norm(base.data, p) * r * (1 + 1e-9)
-    if isinstance(base, MulticlassHinge):
-        k = base.n_classes
+    if isinstance(base, (MulticlassHinge, Softmax)):
+        k = base.n_outputs
         cy = np.bincount(base.y, weights=base.c, minlength=k)
         if not np.all(cy > 0):
             return math.inf

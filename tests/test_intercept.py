@@ -47,12 +47,13 @@ def cvx_reference(loss_name, X, y, reg, lam):
     """(J*, coef, intercept) of ``lam Omega(coef) + mean loss`` with a free bias, by Clarabel."""
     X = X.toarray() if sp.issparse(X) else np.asarray(X)
     m, d = X.shape
-    if loss_name == "multiclass-hinge":
+    if loss_name in ("multiclass-hinge", "softmax"):
         k = int(y.max()) + 1
         W, b = cp.Variable((d, k)), cp.Variable(k)
         onehot = np.eye(k)[y]
         F = X @ W + np.ones((m, 1)) @ cp.reshape(b, (1, k), order="C")
-        risk = cp.sum(cp.max(F + 1 - onehot, axis=1) - cp.sum(cp.multiply(onehot, F), axis=1)) / m
+        top = cp.max(F + 1 - onehot, axis=1) if loss_name == "multiclass-hinge" else cp.log_sum_exp(F, axis=1)
+        risk = cp.sum(top - cp.sum(cp.multiply(onehot, F), axis=1)) / m
         coef = cp.vec(W, order="C")
     else:
         w, b = cp.Variable(d), cp.Variable()
@@ -125,8 +126,23 @@ def test_against_cvxpy_with_free_bias(method, loss_name, reg_name):
     assert res.certificate.check(J) >= res.lower_bound - 1e-9 * abs(res.fun)
     # the box the certificates use contains cvxpy's intercept
     assert np.max(np.abs(intercept)) <= J.intercept_bound()
-    # and the fit is cvxpy's up to the gap (J is strongly convex in nothing, so compare values)
+    # cvxpy's point has cvxpy's value under J (the same problem; the minimiser need not be unique)
     assert abs(J.value(J.join(coef, intercept)) - opt) <= 1e-5 * max(1.0, abs(opt))
+
+
+@pytest.mark.parametrize("method", ["bmrm", "sublbfgs"])
+def test_softmax_with_intercepts_against_cvxpy(method):
+    X, y = multiclass(seed=4)
+    J = nsopt.RegularizedRisk(L.Softmax(X, y), R.L2(), LAM, fit_intercept=True)
+    opt, coef, intercept = cvx_reference("softmax", X, y, R.L2(), LAM)
+    res = nsopt.minimize(J, method=method, rtol=1e-5)
+    assert res.success
+    assert res.lower_bound <= opt + 1e-7 <= res.fun + 2e-7
+    res.certificate.check(J)
+    # softmax is shift invariant in b: compare the intercepts' differences
+    b = J.split(res.x)[1]
+    np.testing.assert_allclose(b - b.mean(), intercept - intercept.mean(), atol=2e-2)
+    assert np.max(np.abs(intercept - intercept.max())) <= J.intercept_bound()
 
 
 def test_every_solver_solves_or_refuses_clearly():
@@ -182,17 +198,27 @@ def test_forged_dual_point_violating_the_equality_is_rejected():
     cert = res.certificate
     assert isinstance(cert.evidence, DualPoint)
     cert.check(J)
-    # t = 1 everywhere: sum c y t != 0 (imbalanced), so the plane's intercept slope is not 0
-    t = np.ones(J.loss.m)
+    # raise the negatives' dual variables: sum c y t != 0, the plane's intercept slope is not 0
+    t = cert.evidence.t.copy()
+    y = J.loss.y
+    t[y < 0] = np.minimum(1.0, 1.5 * t[y < 0])
     a, b = J.loss.dual_plane(t)
-    assert abs(a[-1]) > 0.1
-    claimed = _unboxed_bound(J, a, b)  # what ignoring the equality would claim
-    assert claimed > J.reg.scaled_conjugate(a, J.lam) * 0 + b - J.reg.scaled_conjugate(a, J.lam)
-    forged = type(cert)(upper=cert.upper, lower=min(claimed, cert.upper), gap=cert.upper - min(claimed, cert.upper),
+    assert abs(a[-1]) > 1e-3
+    # ignoring the equality (b fixed at 0) this dual point would "prove" more than J(x) >= J*
+    assert _unboxed_bound(J, a, b) > res.fun
+    honest = b - J.reg.scaled_conjugate(a, J.lam)  # with the box term B |a_b|
+    claimed = res.fun - 1e-6
+    assert honest < claimed
+    forged = type(cert)(upper=cert.upper, lower=claimed, gap=cert.upper - claimed,
                         source=cert.source, evidence=DualPoint(t), x=cert.x,
                         fingerprint=cert.fingerprint)
-    with pytest.raises(CertificateError):
+    with pytest.raises(CertificateError, match="exceeds"):
         forged.check(J)
+    # the same dual point with an honest claim checks
+    fair = type(cert)(upper=cert.upper, lower=honest, gap=cert.upper - honest,
+                      source=cert.source, evidence=DualPoint(t), x=cert.x,
+                      fingerprint=cert.fingerprint)
+    assert fair.check(J) == pytest.approx(honest, rel=1e-9)
 
 
 def test_tampered_bias_box_is_rejected():
@@ -208,17 +234,21 @@ def test_tampered_bias_box_is_rejected():
 
 
 def test_query_points_evidence_with_intercept():
-    J = _hinge_problem()
-    res = nsopt.minimize(J, method="subbfgs", rtol=1e-4)
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((40, 3))
+    y = X @ np.array([1.0, 0.0, -1.0]) + 5.0 + 0.1 * rng.standard_normal(40)
+    J = nsopt.RegularizedRisk(L.LeastAbsoluteDeviation(X, y), R.L2(), 0.1, fit_intercept=True)
+    res = nsopt.minimize(J, method="bmrm", rtol=1e-4)
+    assert res.success and abs(J.split(res.x)[1][0] - 5.0) < 0.5
     ev = res.certificate.evidence
+    assert isinstance(ev, QueryPoints)  # not a margin loss: the planes' query points
     res.certificate.check(J)
-    if isinstance(ev, QueryPoints):  # the plane certifier's evidence: forging a point fails
-        pts = list(ev.points)
-        pts[0] = pts[0] + 1.0
-        forged = type(res.certificate)(**{**res.certificate.__dict__,
-                                          "evidence": QueryPoints(tuple(pts), ev.weights, ev.floor)})
-        with pytest.raises(CertificateError):
-            forged.check(J)
+    # moving the query points' intercepts changes the rebuilt plane: the cached one fails
+    pts = tuple(np.concatenate((p[:-1], p[-1:] + 3.0)) for p in ev.points)
+    forged = type(res.certificate)(**{**res.certificate.__dict__,
+                                      "evidence": QueryPoints(pts, ev.weights, ev.floor)})
+    with pytest.raises(CertificateError):
+        forged.check(J)
 
 
 # --- the intercept is not regularized --------------------------------------------------
@@ -277,7 +307,6 @@ def test_check_oracle_with_intercept(seed, kind, sparse, l1):
     x = rng.standard_normal(J.dim)
     coef, b = J.split(x)
     if loss.shape == (loss.dim,):
-        ref = type(loss).__new__(type(loss))
         plain = L.LeastSquares if kind == "least-squares" else LOSSES[kind]
         ref = plain(np.hstack([X, np.ones((20, 1))]), loss.y)
         assert abs(J.loss.value(x) - ref.value(x)) <= 1e-12 * (1 + abs(ref.value(x)))
@@ -300,9 +329,11 @@ def test_split_join_and_dimensions():
     np.testing.assert_array_equal(b2, b)
     # x is the flattened (d+1) x k matrix whose last row holds the intercepts
     np.testing.assert_array_equal(x.reshape(5, 3)[-1], b)
-    # the intercept is not regularized
-    assert J.value(J.join(np.zeros(12), [5.0, -3.0, 1.0])) == pytest.approx(
-        J.base_loss.value(np.zeros(12)) * 0 + J.loss.value(J.join(np.zeros(12), [5.0, -3.0, 1.0])))
+    # the intercept is not regularized: Omega sees the coefficients only
+    for big in ([5.0, -3.0, 1.0], [500.0, 0.0, -70.0]):
+        x = J.join(coef, big)
+        assert J.reg.value(x) == J.base_reg.value(coef)
+        assert J.value(x) == pytest.approx(J.lam * J.base_reg.value(coef) + J.loss.value(x))
     Jplain = nsopt.RegularizedRisk(L.MulticlassHinge(X, y))
     assert Jplain.n_intercepts == 0 and Jplain.dim == 12 and not Jplain.fit_intercept
 
@@ -322,3 +353,48 @@ def test_clear_errors():
         nsopt.RegularizedRisk(L.Hinge(X, y), fit_intercept="yes")
     with pytest.raises(ValueError, match="rho"):
         nsopt.RegularizedRisk(L.Novelty(X), fit_intercept=True)
+
+
+# --- the master problems with intercepts, against cvxpy ------------------------------------
+class _Box:
+    def __init__(self, B):
+        self.B = B
+
+    def intercept_bound(self):
+        return self.B
+
+
+@pytest.mark.parametrize("n_blocks", [1, 2])
+@pytest.mark.parametrize("kind", ["qp", "lp"])
+@pytest.mark.parametrize("k", [1, 2])
+def test_intercept_masters_match_the_box_primal(kind, n_blocks, k):
+    """The dual value of InterceptQP / InterceptLP is the minimum of the cutting-plane model
+    over the box |b| <= B (one model per block), and the returned x attains it."""
+    from nsopt.bundle import PlaneBundle
+    from nsopt.inner import select
+    from nsopt.problem import InterceptRegularizer
+
+    rng = np.random.default_rng(k + 10 * n_blocks)
+    d, n, B, lam = 3, 7, 2.5, 0.3
+    reg = InterceptRegularizer(R.L2() if kind == "qp" else R.L1(), d, k, _Box(B))
+    bundle = PlaneBundle(d + k, metric=reg.gram_metric, n_blocks=n_blocks)
+    A = rng.standard_normal((n, d + k))
+    A[:, d:] += 1.0  # the planes push the intercept mostly one way: the box is active
+    c = rng.standard_normal(n)
+    blocks = np.arange(n) % n_blocks
+    for p in range(n_blocks):  # a zero-slope floor per model (as the solvers add)
+        bundle.add_floor(-3.0, block=p)
+    for i in range(n):
+        bundle.add(A[i], c[i], block=int(blocks[i]))
+    sol = select(reg).solve(bundle, reg, lam)
+    w, b = cp.Variable(d), cp.Variable(k)
+    x = cp.hstack([w, b])
+    model = sum(cp.max(cp.hstack([A[blocks == p] @ x + c[blocks == p], np.array([-3.0])]))
+                for p in range(n_blocks))
+    omega = 0.5 * cp.sum_squares(w) if kind == "qp" else cp.norm1(w)
+    prob = cp.Problem(cp.Minimize(lam * omega + model), [cp.abs(b) <= B])
+    prob.solve(solver=cp.CLARABEL)
+    assert sol.dual_value <= prob.value + 1e-7
+    assert sol.dual_value >= prob.value - 1e-6
+    assert sol.gap <= 1e-6
+    assert np.all(np.abs(sol.w[d:]) <= B)

@@ -51,7 +51,6 @@ class InterceptData(DataMatrix):
 
 def intercept_support(loss) -> str | None:
     """None when ``loss`` can take an intercept, else the reason it cannot."""
-    from .multivariate import __all__ as ranking  # noqa: F401  (module of the pairwise losses)
     from . import multivariate
     from .scalar import Novelty
 
