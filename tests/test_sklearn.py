@@ -310,14 +310,12 @@ def test_logistic_intercept_matches_sklearn():
 
 
 @pytest.mark.skipif(not INTERCEPT, reason="nsopt has no intercept yet")
-@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_softmax_intercepts_match_sklearn_multinomial():
-    """nsopt knows no bound on softmax's optimal intercepts, so sublbfgs stops stationary
-    without a finite certificate (a ConvergenceWarning); the model is still the optimum."""
     rng = np.random.default_rng(12)
     X = rng.normal(size=(150, 3)) + 2.0
     y = np.digitize(X[:, 0] + 0.2 * rng.normal(size=150), [1.5, 2.5])
-    ours = LinearClassifier("softmax", C=1.0, tol=1e-8).fit(X, y)
+    ours = LinearClassifier("softmax", C=1.0, tol=1e-7).fit(X, y)
+    assert ours.gap_ <= 1e-7 * ours.result_.fun
     ref = LogisticRegression(C=1.0, tol=1e-12, max_iter=10_000).fit(X, y)
     assert np.allclose(ours.predict_proba(X), ref.predict_proba(X), atol=1e-4)
 
