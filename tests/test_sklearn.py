@@ -2,7 +2,6 @@
 labels, sample weights, the certificate, warm starts, Pipeline and GridSearchCV."""
 from __future__ import annotations
 
-import inspect
 import subprocess
 import sys
 import warnings
@@ -23,9 +22,6 @@ from sklearn.preprocessing import StandardScaler  # noqa: E402
 
 import nsopt  # noqa: E402
 from nsopt.sklearn import LinearClassifier, LinearRanker, LinearRegressor, concordance  # noqa: E402
-
-INTERCEPT = "fit_intercept" in inspect.signature(nsopt.RegularizedRisk).parameters
-
 
 def binary_data(m=120, d=6, seed=0, labels=("no", "yes")):
     rng = np.random.default_rng(seed)
@@ -235,8 +231,8 @@ def test_pipeline_and_gridsearch():
     assert grid.best_score_ > 0.8
 
 
-def sweep(X, y, alphas, warm):
-    est = LinearClassifier(alpha=alphas[0], method="ls-bmrm", fit_intercept=False,
+def sweep(X, y, alphas, warm, fit_intercept=False):
+    est = LinearClassifier(alpha=alphas[0], method="ls-bmrm", fit_intercept=fit_intercept,
                            warm_start=warm, tol=1e-4)
     out = []
     for a in alphas:
@@ -245,10 +241,14 @@ def sweep(X, y, alphas, warm):
     return out
 
 
-def test_warm_start_reuses_planes_and_keeps_the_certificate():
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_warm_start_saves_iterations_and_keeps_the_certificate(fit_intercept):
+    """Warm: the previous solution and (without an intercept) its cutting planes."""
     X, y = binary_data(m=400, d=20, seed=8)
+    X = X + 0.5                                   # an intercept to find
     alphas = [1e-1, 3e-2, 1e-2, 3e-3, 1e-3]
-    cold, warm = sweep(X, y, alphas, False), sweep(X, y, alphas, True)
+    cold = sweep(X, y, alphas, False, fit_intercept)
+    warm = sweep(X, y, alphas, True, fit_intercept)
     for (_, fc, lc), (_, fw, lw) in zip(cold, warm):
         assert lw <= fc and lc <= fw          # each bound is below the other's objective
     assert sum(w[0] for w in warm[1:]) < sum(c[0] for c in cold[1:])
@@ -284,13 +284,6 @@ def test_any_regularizer_instance_as_penalty():
     assert est.score(X, y) > 0.8 and est.lower_bound_ <= est.result_.fun
 
 
-@pytest.mark.skipif(INTERCEPT, reason="nsopt has an intercept")
-def test_fit_intercept_without_nsopt_intercept_raises():
-    X, y = binary_data()
-    with pytest.raises(NotImplementedError, match="fit_intercept=False"):
-        LinearClassifier().fit(X, y)
-
-
 def shifted_binary(m=200, seed=11):
     """Labels that need an intercept: the boundary is x_0 = 1.5, far from the origin."""
     rng = np.random.default_rng(seed)
@@ -298,7 +291,6 @@ def shifted_binary(m=200, seed=11):
     return X, (X[:, 0] + 0.3 * rng.normal(size=m) > 1.5).astype(int)
 
 
-@pytest.mark.skipif(not INTERCEPT, reason="nsopt has no intercept yet")
 def test_logistic_intercept_matches_sklearn():
     """LogisticRegression does not regularize its intercept either: the same minimiser."""
     X, y = shifted_binary()
@@ -309,7 +301,6 @@ def test_logistic_intercept_matches_sklearn():
     assert np.allclose(ours.coef_, ref.coef_, atol=1e-4)
 
 
-@pytest.mark.skipif(not INTERCEPT, reason="nsopt has no intercept yet")
 def test_softmax_intercepts_match_sklearn_multinomial():
     rng = np.random.default_rng(12)
     X = rng.normal(size=(150, 3)) + 2.0
@@ -320,7 +311,6 @@ def test_softmax_intercepts_match_sklearn_multinomial():
     assert np.allclose(ours.predict_proba(X), ref.predict_proba(X), atol=1e-4)
 
 
-@pytest.mark.skipif(not INTERCEPT, reason="nsopt has no intercept yet")
 def test_squared_error_intercept_matches_ridge():
     rng = np.random.default_rng(13)
     X = rng.normal(size=(90, 4))
@@ -332,7 +322,6 @@ def test_squared_error_intercept_matches_ridge():
     assert np.allclose(ours.coef_, ref.coef_, atol=1e-5)
 
 
-@pytest.mark.skipif(not INTERCEPT, reason="nsopt has no intercept yet")
 @pytest.mark.parametrize("loss", ["hinge", "multiclass_hinge"])
 def test_hinge_intercept_is_certified_and_needed(loss):
     X, y = shifted_binary()
