@@ -331,3 +331,12 @@ def test_hinge_intercept_is_certified_and_needed(loss):
     # the unregularized bias can only lower the optimum: J*_b <= J*_0 <= J(without)
     assert with_b.lower_bound_ <= without.result_.fun
     assert with_b.score(X, y) > without.score(X, y)
+
+
+def test_docstring_examples():
+    import doctest
+
+    import nsopt.sklearn
+
+    failed, attempted = doctest.testmod(nsopt.sklearn, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert attempted >= 3 and failed == 0
