@@ -35,7 +35,6 @@ try:
     import sklearn  # noqa: F401
     from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
     from sklearn.exceptions import ConvergenceWarning
-    from sklearn.utils._tags import Tags  # noqa: F401  (presence: scikit-learn >= 1.6)
     from sklearn.utils.extmath import safe_sparse_dot
     from sklearn.utils.metaestimators import available_if
     from sklearn.utils.multiclass import check_classification_targets, type_of_target
