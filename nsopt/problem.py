@@ -334,14 +334,15 @@ def _max_dual_norm(data, p: int) -> float:
                         initial=0.0))
 
 
-_REGRESSION = ("LeastSquares", "LeastAbsoluteDeviation", "Huber", "Quantile",
-               "EpsilonInsensitive")
-
-
 def _intercept_bound(J: RegularizedRisk) -> float:
     """See :meth:`RegularizedRisk.intercept_bound`."""
-    from .losses._base import ScalarLoss
+    from .losses import scalar as sc
     from .losses.vector import MulticlassHinge, Softmax
+
+    # exact classes: a subclass may change the loss, and with it the argument below
+    margin = (sc.Hinge, sc.SquaredHinge, sc.Logistic, sc.Exponential)  # nonincreasing in y u
+    regression = (sc.LeastSquares, sc.LeastAbsoluteDeviation, sc.Huber, sc.Quantile,
+                  sc.EpsilonInsensitive)                                 # minimal at u = y
 
     base = J.base_loss
     v0 = float(J.value(np.zeros(J.dim)))
@@ -355,19 +356,17 @@ def _intercept_bound(J: RegularizedRisk) -> float:
         return math.inf
     p, r = radius
     S = _max_dual_norm(base.data, p) * r * (1 + 1e-9)
-    if isinstance(base, (MulticlassHinge, Softmax)):
+    if type(base) in (MulticlassHinge, Softmax):
         k = base.n_outputs
         cy = np.bincount(base.y, weights=base.c, minlength=k)
         if not np.all(cy > 0):
             return math.inf
         return (2.0 * S + v0 / float(cy.min())) * (1 + 1e-6) + 1e-12
-    if not isinstance(base, ScalarLoss):
-        return math.inf
-    y, c = base.y, base.c
-    if base.binary:
+    y, c = getattr(base, "y", None), getattr(base, "c", None)
+    if type(base) in margin:
         def rho(b):
             return base._value_kernel(b + S * y, y, c)
-    elif type(base).__name__ in _REGRESSION:
+    elif type(base) in regression:
         def rho(b):
             return base._value_kernel(np.clip(y, b - S, b + S), y, c)
     else:

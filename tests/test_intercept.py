@@ -398,3 +398,46 @@ def test_intercept_masters_match_the_box_primal(kind, n_blocks, k):
     assert sol.dual_value >= prob.value - 1e-6
     assert sol.gap <= 1e-6
     assert np.all(np.abs(sol.w[d:]) <= B)
+
+
+def test_predictions_and_batch_subgradients_use_the_intercept():
+    X, y = binary()
+    J = nsopt.RegularizedRisk(L.Hinge(X, y), fit_intercept=True)
+    x = np.arange(1.0, J.dim + 1)
+    coef, b = J.split(x)
+    np.testing.assert_allclose(J.loss.decision_function(X[:5], x), X[:5] @ coef + b[0])
+    rows = np.arange(10)
+    ref = L.Hinge(np.hstack([X, np.ones((len(y), 1))]), y).batch_subgradient(x, rows)
+    np.testing.assert_allclose(J.loss.batch_subgradient(x, rows), ref)
+    Xm, ym = multiclass()
+    Jm = nsopt.RegularizedRisk(L.MulticlassHinge(Xm, ym), fit_intercept=True)
+    xm = np.linspace(-1, 1, Jm.dim)
+    cm, bm = Jm.split(xm)
+    np.testing.assert_allclose(Jm.loss.decision_function(Xm[:4], xm), Xm[:4] @ cm.reshape(4, 3) + bm)
+    np.testing.assert_array_equal(Jm.loss.predict(Xm[:4], xm),
+                                  np.argmax(Xm[:4] @ cm.reshape(4, 3) + bm, axis=1))
+    refm = L.MulticlassHinge(np.hstack([Xm, np.ones((len(ym), 1))]), ym).batch_subgradient(xm, rows)
+    np.testing.assert_allclose(Jm.loss.batch_subgradient(xm, rows), refm, atol=1e-12)
+
+
+@pytest.mark.parametrize("make_loss", [
+    lambda X, y, w: L.LeastSquares(X, y, sample_weight=w),
+    lambda X, y, w: L.LeastAbsoluteDeviation(X, y, sample_weight=w),
+    lambda X, y, w: L.Huber(X, y, delta=0.5, sample_weight=w),
+    lambda X, y, w: L.Quantile(X, y, 0.8, sample_weight=w),
+    lambda X, y, w: L.EpsilonInsensitive(X, y, 0.3, sample_weight=w),
+], ids=["ls", "lad", "huber", "quantile", "eps"])
+@pytest.mark.parametrize("reg", [R.L2(), R.L1()], ids=["l2", "l1"])
+def test_regression_box_contains_the_fitted_intercept(make_loss, reg):
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((40, 3))
+    y = X @ np.array([0.5, -1.0, 2.0]) - 30.0 + 0.3 * rng.standard_normal(40)
+    w = rng.uniform(0.5, 2.0, 40)
+    J = nsopt.RegularizedRisk(make_loss(X, y, w), reg, 0.1, fit_intercept=True)
+    B = J.intercept_bound()
+    assert 25.0 < B < math.inf
+    res = nsopt.minimize(J, method="bmrm", rtol=1e-6, max_iter=2000)
+    assert res.success
+    b = J.split(res.x)[1][0]
+    assert abs(b) <= B and b < -25.0
+    res.certificate.check(J)

@@ -43,6 +43,8 @@ from .lp import _MARGIN, _anchor, _repair, _unbounded_message
 
 __all__ = ["InterceptQP", "InterceptLP"]
 
+_ZERO = 1e-6  # multipliers below this fraction of the largest are taken as 0
+
 
 def _parts(bundle, reg):
     k = reg.n_intercepts
@@ -133,7 +135,9 @@ class InterceptQP(InnerSolver):
             solve = self._clarabel
         alpha, mult, n_iter = solve(G / lam, c, Ab, sums, B, warm, deadline)
         if alpha is not None and np.all(np.isfinite(alpha)):
-            alpha = np.maximum(alpha, 0.0)
+            # an interior point leaves every multiplier positive: the tiny ones are zeroed so
+            # that inactive planes age and get dropped (any point of the simplex stays valid)
+            alpha = np.where(alpha > _ZERO * float(np.max(alpha, initial=0.0)), alpha, 0.0)
             alpha = blocks.normalize(alpha) if np.all(blocks.sums(alpha) > 0) else None
         else:
             alpha = None

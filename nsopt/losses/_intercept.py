@@ -19,6 +19,7 @@ import copy
 
 import numpy as np
 
+from .._validation import check_vector
 from ._base import ScalarLoss
 from ._kernels import DataMatrix
 from ._vector_base import VectorLoss
@@ -88,4 +89,23 @@ def with_intercept(loss):
         new.n_intercepts = k
     # the saddle forms (excessive gap) are those of the loss without intercept
     new.saddle_form = None
+    k = new.n_intercepts
+
+    def decision_function(X, x):
+        """Scores of new data ``X`` at ``x = (coef, intercept)``: ``X coef + intercept``."""
+        x = check_vector(x, new.dim, "x")
+        return loss.decision_function(X, x[:-k]) + x[-k:]
+
+    new.decision_function = decision_function
+    if isinstance(loss, ScalarLoss):
+        def batch_subgradient(x, rows):
+            """A subgradient of the unweighted mean loss over ``rows`` at ``x``, intercept last."""
+            x = check_vector(x, new.dim, "x")
+            Xb = loss.data.X[rows]
+            z = np.asarray(Xb @ x[:-1]).reshape(-1) + x[-1]
+            g = np.empty(z.size)
+            loss._grad_kernel(z, loss.y[rows], np.full(z.size, 1.0 / z.size), np.zeros(z.size), g)
+            return np.append(np.asarray(Xb.T @ g).reshape(-1), g.sum())
+
+        new.batch_subgradient = batch_subgradient
     return new
