@@ -305,8 +305,8 @@ def test_softmax_intercepts_match_sklearn_multinomial():
     rng = np.random.default_rng(12)
     X = rng.normal(size=(150, 3)) + 2.0
     y = np.digitize(X[:, 0] + 0.2 * rng.normal(size=150), [1.5, 2.5])
-    ours = LinearClassifier("softmax", C=1.0, tol=1e-7).fit(X, y)
-    assert ours.gap_ <= 1e-7 * ours.result_.fun
+    ours = LinearClassifier("softmax", C=1.0, tol=1e-6).fit(X, y)
+    assert ours.gap_ <= 1e-6 * ours.result_.fun
     ref = LogisticRegression(C=1.0, tol=1e-12, max_iter=10_000).fit(X, y)
     assert np.allclose(ours.predict_proba(X), ref.predict_proba(X), atol=1e-4)
 
