@@ -340,3 +340,17 @@ def test_docstring_examples():
 
     failed, attempted = doctest.testmod(nsopt.sklearn, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert attempted >= 3 and failed == 0
+
+
+def test_elasticnet_matches_sklearn_elastic_net():
+    """sklearn's ElasticNet minimises mean 1/2 r^2 + a (r |w|_1 + (1 - r)/2 |w|^2): lam = a."""
+    from sklearn.linear_model import ElasticNet
+
+    rng = np.random.default_rng(14)
+    X = rng.normal(size=(100, 5))
+    y = X @ np.array([2.0, 0.0, -1.0, 0.0, 0.5]) + 0.3 * rng.normal(size=100)
+    ours = LinearRegressor(penalty="elasticnet", l1_ratio=0.5, alpha=0.1, fit_intercept=False,
+                           tol=1e-6).fit(X, y)
+    ref = ElasticNet(alpha=0.1, l1_ratio=0.5, fit_intercept=False, tol=1e-12).fit(X, y)
+    assert np.allclose(ours.coef_, ref.coef_, atol=1e-3)
+    assert ours.lower_bound_ <= ours.result_.fun
