@@ -42,6 +42,7 @@ REFERENCE_MODULES = [
     "nsopt.testing",
     "nsopt.cvx",
     "nsopt.distributed",
+    "nsopt.sklearn",
 ]
 
 #: The modules of nsopt without a page, and why. ``tests/test_docs.py`` fails on a module of
