@@ -454,14 +454,38 @@ def cvxpy_expression(oracle: Oracle, w) -> tuple[Any, list]:
     return _translate(oracle, w)
 
 
+def _with_ones_column(loss):
+    """A shallow copy of the linear-model ``loss`` on the data ``[X 1]`` (for cvxpy only:
+    nsopt itself shifts the scores instead of copying X)."""
+    import copy
+
+    from .losses._kernels import DataMatrix
+
+    X = loss.data.X
+    ones = np.ones((X.shape[0], 1))
+    aug = copy.copy(loss)
+    aug.data = DataMatrix(sp.hstack([X, ones], format="csr") if sp.issparse(X)
+                          else np.hstack([np.asarray(X), ones]))
+    if len(getattr(loss, "shape", ())) == 2:
+        d, k = loss.shape
+        aug.shape, aug.dim = (d + 1, k), (d + 1) * k
+    else:
+        aug.dim = loss.dim + 1
+        aug.shape = (aug.dim,)
+    return aug
+
+
 def _translate(oracle: Oracle, w) -> tuple[Any, list]:
     cp = _cp()
     kind = type(oracle)
     if kind is RegularizedRisk:
         if getattr(oracle, "fit_intercept", False):
-            raise NotImplementedError(
-                "to_cvxpy: RegularizedRisk with fit_intercept=True is not translated yet; "
-                "translate the problem without the intercept, or add the bias in cvxpy")
+            # the loss on [X 1] (one column of ones; for a vector loss, x is the (d+1) x k
+            # matrix whose last row holds the intercepts), Omega on the coefficients only
+            n = oracle.base_loss.dim
+            omega, cons = _translate(oracle.base_reg, w[:n])
+            loss, more = _translate(_with_ones_column(oracle.base_loss), w)
+            return oracle.lam * omega + loss, cons + more
         omega, cons = _translate(oracle.reg, w)
         loss, more = _translate(oracle.loss, w)
         return oracle.lam * omega + loss, cons + more

@@ -158,7 +158,11 @@ def certify(problem, w, *, steps: int | None = None, kink_width: float = 0.05,
     upper = float(ev.fun)
     if margin:
         source = "dual-point"
-        if L1DualCertifier.applies(problem):
+        if getattr(problem, "fit_intercept", False) and problem.base_reg.inner == "lp":
+            # L1 with an intercept: the corrected dual point has no intercept's equality;
+            # the planes (with the proven box on the intercept) prove the bound
+            (lower, evidence), source = _plane_steps(problem, ev, steps), "planes"
+        elif L1DualCertifier.applies(problem):
             lower, evidence = L1DualCertifier(problem).bound(w)
             if kink_width > 0:
                 starts = [s for s in (ev.loss_dual, getattr(evidence, "t", None)) if s is not None]
@@ -269,8 +273,7 @@ class _DualSearch:
         K = np.flatnonzero(dist <= width)
         if K.size == 0:
             return t, a
-        XK = loss.data.X[K]
-        XK = XK.tocsr() if sp.issparse(XK) else np.ascontiguousarray(XK)
+        XK = _data_rows(loss.data, K)
         cyK = (loss.c * loss.y)[K]
         cK = loss.c[K]
         t0 = t[K].copy()
@@ -304,6 +307,16 @@ class _DualSearch:
         t_new = t.copy()
         t_new[K] = np.clip(res.x, 0.0, self.upper_t)
         return t_new, u - np.asarray(XK.T @ (cyK * t_new[K])).reshape(-1)
+
+
+def _data_rows(data, K):
+    """The rows ``K`` of the loss's data matrix as the loss sees it: with an intercept
+    (``fit_intercept=True``) the stored ``X`` lacks the column of ones the scores add."""
+    XK = data.X[K]
+    if data.shape[1] > XK.shape[1]:
+        ones = np.ones((len(K), data.shape[1] - XK.shape[1]))
+        XK = sp.hstack([XK, ones]) if sp.issparse(XK) else np.hstack([np.asarray(XK), ones])
+    return XK.tocsr() if sp.issparse(XK) else np.ascontiguousarray(XK)
 
 
 def _scaled_conj(search, a) -> float:

@@ -102,8 +102,31 @@ class History:
     def __len__(self) -> int:
         return len(self._rows["iteration"])
 
-    def as_arrays(self) -> dict[str, np.ndarray]:
-        return {c: np.asarray(v) for c, v in self._rows.items()}
+    def as_arrays(self) -> "HistoryColumns":
+        return HistoryColumns({c: np.asarray(v) for c, v in self._rows.items()})
+
+
+class HistoryColumns(dict):
+    """``Result.history``: a dict of equal-length columns (``history["gap"]`` is an array),
+    with :meth:`table` (a numpy structured array) and :meth:`to_pandas`."""
+
+    def table(self) -> np.ndarray:
+        """The rows as a numpy structured array, one record per iteration."""
+        columns = {c: np.asarray(v) for c, v in self.items()}
+        n = len(next(iter(columns.values()))) if columns else 0
+        table = np.empty(n, dtype=[(c, v.dtype) for c, v in columns.items()])
+        for c, v in columns.items():
+            table[c] = v
+        return table
+
+    def to_pandas(self):
+        """The rows as a :class:`pandas.DataFrame` (needs pandas)."""
+        try:
+            import pandas as pd
+        except ImportError as exc:
+            raise ImportError("history.to_pandas needs pandas: pip install pandas "
+                              "(history.table() gives a numpy structured array without it)") from exc
+        return pd.DataFrame({c: np.asarray(v) for c, v in self.items()})
 
 
 @dataclass(frozen=True)
@@ -128,9 +151,9 @@ class Result:
     time : float
         Wall-clock seconds of the run, less numba's compilation of kernels (in
         ``info["compile_time"]``: a cost of the process's first runs, not of the method).
-    history : dict of ndarray
+    history : HistoryColumns (a dict of ndarray)
         One row per iteration (``iteration, time, fun, lower_bound, gap, nfev`` and the
-        solver's own columns).
+        solver's own columns); ``history.table()`` and ``history.to_pandas()``.
     certificate : Certificate
         The evidence behind ``lower_bound``; ``certificate.check(problem)`` recomputes it.
     info : dict
@@ -282,12 +305,7 @@ class Result:
         >>> table.dtype.names[:6]
         ('iteration', 'time', 'fun', 'lower_bound', 'gap', 'nfev')
         """
-        columns = {c: np.asarray(v) for c, v in self.history.items()}
-        n = len(next(iter(columns.values()))) if columns else 0
-        table = np.empty(n, dtype=[(c, v.dtype) for c, v in columns.items()])
-        for c, v in columns.items():
-            table[c] = v
-        return table
+        return HistoryColumns(self.history).table()
 
     def to_pandas(self):
         """The history as a :class:`pandas.DataFrame` (one row per iteration).
@@ -297,12 +315,7 @@ class Result:
         ImportError
             When pandas is not installed.
         """
-        try:
-            import pandas as pd
-        except ImportError as exc:
-            raise ImportError("Result.to_pandas needs pandas: pip install pandas "
-                              "(history_table() gives a numpy structured array without it)") from exc
-        return pd.DataFrame({c: np.asarray(v) for c, v in self.history.items()})
+        return HistoryColumns(self.history).to_pandas()
 
     def plot(self, **kwargs):
         """Plot the run's convergence: :func:`nsopt.plot.convergence` of this result.
@@ -518,7 +531,8 @@ def load_result(path) -> Result:
                 raise ValueError(f"{str(path)!r} was written by a newer nsopt (result format "
                                  f"version {meta['version']}; this one reads {_VERSION})")
             x = np.array(data["x"])
-            history = {c: np.array(data[f"history.{c}"]) for c in meta["history_columns"]}
+            history = HistoryColumns({c: np.array(data[f"history.{c}"])
+                                      for c in meta["history_columns"]})
             a_bar = np.array(data["certificate.a_bar"]) if "certificate.a_bar" in data.files else None
     except ValueError as exc:
         if str(path) in str(exc):

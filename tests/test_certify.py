@@ -334,3 +334,25 @@ def test_property_planes_of_a_loss_without_a_dual(seed, reg, lam, spread):
     prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
     cert = _graded(J, spread * rng.standard_normal(4), float(prob.value))
     assert cert.source == "planes"
+
+
+@pytest.mark.parametrize("loss_cls", [nsopt.losses.Hinge, nsopt.losses.SquaredHinge,
+                                      nsopt.losses.Logistic, nsopt.losses.LeastAbsoluteDeviation])
+@pytest.mark.parametrize("reg", [nsopt.regularizers.L2(), nsopt.regularizers.L1()],
+                         ids=["l2", "l1"])
+def test_certify_with_a_free_intercept(loss_cls, reg):
+    """fit_intercept=True: the bound is below the true optimum (cvxpy, through to_cvxpy) and
+    checks, at the optimum and at a perturbed point."""
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((120, 4)) + 1.0
+    y = (np.where(X[:, 0] > 1.2, 1.0, -1.0) if loss_cls is not nsopt.losses.LeastAbsoluteDeviation
+         else X @ [1.0, 0.5, -1.0, 2.0] + 5.0 + rng.standard_normal(120))
+    J = nsopt.RegularizedRisk(loss_cls(X, y), reg, lam=0.01, fit_intercept=True)
+    optimum = nsopt.to_cvxpy(J).problem.solve(solver="CLARABEL")
+    best = nsopt.minimize(J, method="bmrm", rtol=1e-8).x
+    for w in (best, best + 0.05 * rng.standard_normal(J.dim)):
+        cert = nsopt.certify(J, w)
+        assert math.isfinite(cert.lower)
+        assert cert.lower <= optimum + 1e-7 * max(1.0, abs(optimum))
+        assert cert.upper == pytest.approx(J.value(w))
+        assert cert.check(J) >= cert.lower - 1e-12 * max(1.0, abs(cert.lower))

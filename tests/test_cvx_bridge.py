@@ -394,3 +394,32 @@ def test_round_trip():
     expr = cp.norm1(x - 1) + cp.sum_squares(x)
     problem, variable = to_cvxpy(from_cvxpy(expr))
     assert variable is x and problem.objective.expr is expr
+
+
+# --- a free intercept ------------------------------------------------------------------------
+@pytest.mark.parametrize("loss_name", ["hinge", "logistic", "least-squares", "multiclass-hinge"])
+@pytest.mark.parametrize("reg", ["l2", "l1"])
+def test_to_cvxpy_with_an_intercept(loss_name, reg):
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((30, 3)) + 0.5
+    if loss_name == "multiclass-hinge":
+        loss = nsopt.losses.MulticlassHinge(X, rng.integers(0, 3, 30))
+    elif loss_name == "least-squares":
+        loss = nsopt.losses.LeastSquares(X, X @ [1.0, -2.0, 0.5] + 7.0 + rng.standard_normal(30))
+    else:
+        y = np.where(X[:, 0] + 0.3 * rng.standard_normal(30) > 1.0, 1.0, -1.0)
+        loss = (nsopt.losses.Hinge if loss_name == "hinge" else nsopt.losses.Logistic)(X, y)
+    omega = nsopt.regularizers.L2() if reg == "l2" else nsopt.regularizers.L1()
+    J = nsopt.RegularizedRisk(loss, omega, lam=0.05, fit_intercept=True)
+    prob, var = nsopt.to_cvxpy(J)
+    assert var.size == J.dim
+    for _ in range(3):
+        x = rng.standard_normal(J.dim)
+        var.value = x
+        assert prob.objective.value == pytest.approx(J.value(x), rel=1e-10, abs=1e-12)
+    optimum = prob.solve(solver="CLARABEL")
+    res = nsopt.minimize(J, method="bmrm", rtol=1e-7)
+    assert res.lower_bound <= optimum + 1e-6 * abs(optimum) and optimum <= res.fun + 1e-7
+    # the intercept is free: the cvxpy optimum is below the problem without one
+    without = nsopt.to_cvxpy(nsopt.RegularizedRisk(loss, omega, lam=0.05)).problem
+    assert optimum <= without.solve(solver="CLARABEL") + 1e-8

@@ -126,11 +126,18 @@ def test_history_table(runs, method):
         assert table.dtype[c] == v.dtype
 
 
-def test_to_pandas(res):
+def test_to_pandas(res, tmp_path):
     pd = pytest.importorskip("pandas")
     df = res.to_pandas()
     assert isinstance(df, pd.DataFrame) and list(df.columns) == list(res.history)
     np.testing.assert_array_equal(df["gap"].to_numpy(), res.history["gap"])
+    # the spelling, on a run and on a loaded result
+    res.save(tmp_path / "r.npz")
+    for r in (res, nsopt.load_result(tmp_path / "r.npz")):
+        frame = r.history.to_pandas()
+        assert list(frame.columns) == list(res.history)
+        np.testing.assert_array_equal(frame["lower_bound"].to_numpy(), res.history["lower_bound"])
+        np.testing.assert_array_equal(r.history.table()["nfev"], res.history["nfev"])
 
 
 def test_to_pandas_without_pandas(res, monkeypatch):
