@@ -464,7 +464,10 @@ def _minimize_by_jumps(line, etas, steps, slope, lo, hi):
     if not math.isfinite(eta):
         return None
     scale = tol + 64 * np.finfo(np.float64).eps * slope * abs(eta - lo)
-    if eta < hi and line.derivative(eta, 1) < -scale:
+    right = line.derivative(eta, 1) if eta < hi else 0.0
+    # without curvature a slightly negative slope may go on far (a kink of a tiny q_i):
+    # exact sign then; with curvature the minimiser is within rounding of eta
+    if right < (0.0 if slope == 0 else -scale):
         return None
     if eta > lo and line.derivative(eta, -1) > scale:
         return None

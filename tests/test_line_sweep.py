@@ -63,3 +63,17 @@ def test_a_loss_that_is_not_piecewise_linear_has_no_jumps():
     line = nsopt.losses.SquaredHinge(X, y).restrict(np.zeros(3), np.ones(3))
     assert line.jumps() is None and line.sweep() is None
     assert line.affine_between_breakpoints  # the closed-form root on its piece still applies
+
+
+def test_a_tiny_negative_slope_past_the_last_kink_is_followed():
+    """Explore-run find (seed 5173): a hinge line whose last example has q ~ 2e-16. Past the
+    kink at eta ~ 4.4e9 the derivative is -1.4e-16 (not rounding: the loss still decreases,
+    by 2.4e-7 more up to the next kink). Without curvature the sweep's tolerance must not
+    accept it; the exact-sign check hands the line to the generic search."""
+    X = np.array([[0.0], [1.0], [2.28348030e-10], [-2.220446049250313e-16]])
+    loss = Hinge(X, np.array([1.0, -1.0, -1.0, 1.0]))
+    line = loss.restrict(np.array([-1.0]), np.array([-1.0]))
+    eta = line.minimize(0.0, np.inf)
+    grid = np.linspace(0.0, 4.0 * max(eta, 1.0), 4001)
+    assert line.value(eta) <= min(line.value(t) for t in grid) + 1e-12
+    assert line.derivative(eta, 1) >= 0
