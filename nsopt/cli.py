@@ -239,6 +239,14 @@ def build_parser() -> argparse.ArgumentParser:
                             "to this .npz file, for nsopt predict (--out is the old name)")
     solve.add_argument("--quiet", action="store_true",
                        help="no progress display and no notes: only the certificate")
+    solve.add_argument("--dask", nargs="?", const="local", default=None, metavar="ADDRESS",
+                       help="evaluate the loss on a Dask cluster (pip install 'nsopt[dask]'): "
+                            "the scheduler's ADDRESS, or without one a local cluster of one "
+                            "single-threaded process per CPU; the examples are read here, split "
+                            "into --shards row blocks and scattered once (scalar losses: binary "
+                            "and regression)")
+    solve.add_argument("--shards", type=_positive_int, default=None, metavar="N",
+                       help="with --dask: the number of row blocks; default one per worker")
 
     compare = sub.add_parser(
         "compare", help="run several methods on one problem: a table and a convergence plot",
@@ -972,9 +980,36 @@ def _metric_lines(metrics, prefix):
             if name != "accuracy"]
 
 
+def _sharded(args, problem, note):
+    """``problem`` with its examples split over the Dask cluster of ``--dask`` (nsopt.distributed.shard)."""
+    from .losses._base import ScalarLoss
+
+    if not isinstance(problem.loss, ScalarLoss):
+        raise UsageError(f"--dask takes losses of one score per example (binary and regression); "
+                         f"{type(problem.loss).__name__} is not one: drop --dask")
+    try:
+        from . import distributed
+        distributed._require_dask()
+    except ImportError as exc:
+        raise UsageError(f"--dask: {exc}") from None
+    client = None if args.dask == "local" else args.dask
+    try:
+        sharded = distributed.shard(problem, n_shards=args.shards, client=client)
+    except (TypeError, ValueError, OSError) as exc:
+        raise UsageError(f"--dask {args.dask} --shards {args.shards}: {exc}") from None
+    loss = sharded.loss
+    n_workers = len(loss.client.scheduler_info()["workers"])
+    note(f"dask: {loss.n_shards} shards on {n_workers} workers "
+         f"({'a local cluster' if client is None else client})")
+    return sharded
+
+
 def cmd_solve(args, out):
     if args.model is not None:
         _check_out_path(args.model)
+    if args.shards is not None and args.dask is None:
+        raise UsageError(f"--shards {args.shards} needs --dask (the row blocks live on a Dask "
+                         "cluster)")
     note = _notes(args, out)
 
     t0 = time.perf_counter()
@@ -995,9 +1030,16 @@ def cmd_solve(args, out):
         test = (Xt, yt)
 
     problem = _build_problem(args, task)
-    solver = _checked_solver(args, args.method, problem)
-    note(f"{solver.name}: {task.loss} + lam * {args.reg}, lam = {args.lam:g}, rtol = {args.rtol:g}")
-    res = _run_solver(solver, problem, _progress(args, out))
+    if args.dask is not None:
+        problem = _sharded(args, problem, note)
+    try:
+        solver = _checked_solver(args, args.method, problem)
+        note(f"{solver.name}: {task.loss} + lam * {args.reg}, lam = {args.lam:g}, "
+             f"rtol = {args.rtol:g}")
+        res = _run_solver(solver, problem, _progress(args, out))
+    finally:
+        if args.dask is not None:
+            problem.loss.close()
     if not args.quiet:
         print(file=out)
     options = {
