@@ -58,7 +58,7 @@ from .oracle import LineFunction, Oracle
 from .problem import RegularizedRisk
 
 __all__ = ["ShardedLoss", "ShardedLine", "ShardError", "ShardsLost", "shard", "load_svmlight",
-           "from_builders", "local_client"]
+           "from_builders", "from_dask", "local_client"]
 
 
 class ShardError(ValueError):
@@ -766,3 +766,107 @@ def _make_again(client, builder, k, scale):
         actor = _start_actor(client, None, k, f"builder {k}", make=builder)
         return actor, actor.reweight(scale).result()
     return remake
+
+
+# ----------------------------------------------------------------------------------------
+# dask collections: one shard per row block, computed on the worker that keeps it
+# ----------------------------------------------------------------------------------------
+def _block_loss(X_block, y_block, label, cls, options, index):
+    """Shard builder (runs on a worker): compute one row block of a dask collection there,
+    with the synchronous scheduler (the block's own graph: its source, not the driver's data),
+    and build the loss ``cls(X, y, **options)``."""
+    import dask
+
+    if label is None:
+        X, y = dask.compute(X_block, y_block, scheduler="sync")
+    else:  # one partition of a dask.dataframe, the label a column of it
+        part = dask.compute(X_block, scheduler="sync")[0]
+        y = part[label].to_numpy(dtype=np.float64)
+        X = part.drop(columns=[label]).to_numpy(dtype=np.float64)
+    if not isinstance(X, np.ndarray):
+        import scipy.sparse as sp
+
+        if not sp.issparse(X):
+            X = np.asarray(X, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64).ravel()
+    try:
+        return cls(X, y, **options)
+    except (TypeError, ValueError) as exc:
+        raise ShardError(f"shard {index} (block {index}): {exc}", index, f"block {index}") from None
+
+
+def _dask_blocks(X, y):
+    """``(X blocks, y blocks, label)`` as lists of culled ``dask.delayed`` objects, one per row
+    block, for :func:`from_dask`; TypeError / ValueError naming the argument."""
+    import dask.array as da
+
+    try:
+        import dask.dataframe as dd
+    except ImportError:  # pragma: no cover - dask without its dataframe extra
+        dd = None
+    if dd is not None and isinstance(X, dd.DataFrame):
+        if not isinstance(y, str) or y not in X.columns:
+            raise ValueError(f"with a dask DataFrame X, y must be the name of its label column, "
+                             f"one of {list(X.columns)}; got {y!r}")
+        parts = list(X.to_delayed(optimize_graph=True))
+        return parts, [None] * len(parts), y
+    if not isinstance(X, da.Array):
+        raise TypeError(f"X must be a dask.array.Array or a dask.dataframe.DataFrame, got "
+                        f"{type(X).__name__}")
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-d (examples x features), got shape {X.shape}")
+    if X.numblocks[1] != 1:
+        raise ValueError(f"X must be chunked along rows only (one block of its {X.shape[1]} "
+                         f"columns), got column chunks {X.chunks[1]}; use X.rechunk({{1: -1}})")
+    if not isinstance(y, da.Array) or y.ndim != 1:
+        raise TypeError(f"y must be a 1-d dask.array.Array chunked like X's rows, got "
+                        f"{type(y).__name__}")
+    if y.chunks[0] != X.chunks[0]:
+        raise ValueError(f"y's chunks {y.chunks[0]} must equal X's row chunks {X.chunks[0]}; "
+                         f"use y.rechunk((X.chunks[0],))")
+    xs = list(X.to_delayed(optimize_graph=True).ravel())
+    ys = list(y.to_delayed(optimize_graph=True).ravel())
+    return xs, ys, None
+
+
+def from_dask(X, y, loss="Hinge", reg=None, lam: float = 1e-4, client=None, **loss_options
+              ) -> RegularizedRisk:
+    r"""A sharded regularized risk with one shard per row block of a Dask collection.
+
+    Parameters
+    ----------
+    X : dask.array.Array or dask.dataframe.DataFrame
+        The examples: a 2-d array chunked along rows only (blocks of numpy arrays or of
+        scipy.sparse matrices, e.g. from ``map_blocks``), or a data frame whose partitions
+        hold the features and the label column ``y``.
+    y : dask.array.Array or str
+        The targets, a 1-d array chunked like ``X``'s rows; with a data frame, the name of
+        its label column.
+    loss, reg, lam, client, **loss_options
+        As in :func:`load_svmlight`.
+
+    Returns
+    -------
+    RegularizedRisk
+        The mean loss over all examples, as :func:`from_builders` builds it: block ``k`` is
+        computed **on the worker of shard k** from its own (culled) task graph with the
+        synchronous scheduler, so blocks defined by a file reader are read there, and a shard
+        lost with its worker is computed again from the graph. The collection should not be
+        persisted (a persisted block lives in the cluster's memory, not in a graph that a
+        worker can run alone).
+
+    Examples
+    --------
+    >>> import dask.array as da, nsopt.distributed as nd                  # doctest: +SKIP
+    >>> X = da.random.random((10**6, 50), chunks=(250_000, 50))
+    >>> y = da.sign(X[:, 0] - 0.5)
+    >>> J = nd.from_dask(X, y, loss="Hinge", lam=1e-4)
+    >>> nsopt.minimize(J, method="ls-bmrm").certificate.check(J)
+    """
+    import functools
+
+    cls = _loss_class(loss)
+    xs, ys, label = _dask_blocks(X, y)
+    builders = [functools.partial(_block_loss, xb, yb, label, cls, dict(loss_options), k)
+                for k, (xb, yb) in enumerate(zip(xs, ys))]
+    return from_builders(builders, reg=reg, lam=lam, client=client)
