@@ -243,8 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="evaluate the loss on a Dask cluster (pip install 'nsopt[dask]'): "
                             "the scheduler's ADDRESS, or without one a local cluster of one "
                             "single-threaded process per CPU; the examples are read here, split "
-                            "into --shards row blocks and scattered once (scalar losses: binary "
-                            "and regression)")
+                            "into --shards row blocks and scattered once")
     solve.add_argument("--shards", type=_positive_int, default=None, metavar="N",
                        help="with --dask: the number of row blocks; default one per worker")
 
@@ -983,9 +982,10 @@ def _metric_lines(metrics, prefix):
 def _sharded(args, problem, note):
     """``problem`` with its examples split over the Dask cluster of ``--dask`` (nsopt.distributed.shard)."""
     from .losses._base import ScalarLoss
+    from .losses._vector_base import VectorLoss
 
-    if not isinstance(problem.loss, ScalarLoss):
-        raise UsageError(f"--dask takes losses of one score per example (binary and regression); "
+    if not isinstance(problem.loss, (ScalarLoss, VectorLoss)):  # pragma: no cover - all CLI losses are
+        raise UsageError(f"--dask takes losses of linear scores per example; "
                          f"{type(problem.loss).__name__} is not one: drop --dask")
     try:
         from . import distributed

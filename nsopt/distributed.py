@@ -52,6 +52,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .losses._base import ScalarLoss
+from .losses._vector_base import VectorLoss
 from .losses._groups import contiguous_groups
 from .losses._kernels import DataMatrix
 from .oracle import LineFunction, Oracle
@@ -187,7 +188,8 @@ class _ShardActor:
             loss = self._make()
             if not isinstance(loss, ScalarLoss):
                 raise ShardError(f"shard {self.index} ({self.source}): the builder returned a "
-                                 f"{type(loss).__name__}, not a scalar loss of nsopt.losses",
+                                 f"{type(loss).__name__}, not a scalar loss of "
+                                 f"nsopt.losses",
                                  self.index, self.source)
             self.loss = loss
         if self.loss is not None:
@@ -528,8 +530,10 @@ def _check_n_shards(n_shards, m, default):
     return int(n_shards)
 
 
-def _slice_loss(loss: ScalarLoss, s: int, e: int) -> ScalarLoss:
+def _slice_loss(loss, s: int, e: int):
     """A copy of ``loss`` on the rows ``s:e``, keeping the whole problem's weights ``c``."""
+    if isinstance(loss, VectorLoss):  # it knows its per-example arrays (labels)
+        return loss._subset(np.arange(s, e), loss.c[s:e])
     part = copy.copy(loss)
     part.__dict__.pop("_group_parts", None)
     part.data = DataMatrix(loss.data.X[s:e])
@@ -598,9 +602,9 @@ def shard(problem: RegularizedRisk, n_shards: int | None = None, client=None, *,
     if not isinstance(problem, RegularizedRisk):
         raise TypeError(f"problem must be an nsopt RegularizedRisk, got {type(problem).__name__}")
     loss = problem.loss
-    if not isinstance(loss, ScalarLoss):
-        raise TypeError(f"shard supports losses of one linear score per example (the scalar "
-                        f"losses of nsopt.losses); got {type(loss).__name__}")
+    if not isinstance(loss, (ScalarLoss, VectorLoss)):
+        raise TypeError(f"shard supports losses of linear scores per example (the scalar and "
+                        f"vector losses of nsopt.losses); got {type(loss).__name__}")
     client, workers, owns = _client_and_workers(client)
     try:
         n_shards = _check_n_shards(n_shards, loss.m, len(workers))
@@ -619,8 +623,10 @@ def shard(problem: RegularizedRisk, n_shards: int | None = None, client=None, *,
             client.close()
         raise
     sharded = ShardedLoss(client, shards, loss.dim, type(loss), owns_client=owns)
-    for name in loss.kernel_params:  # the loss's own parameters (Huber's delta, ...)
+    for name in getattr(loss, "kernel_params", ()):  # the loss's own parameters (Huber's delta, ...)
         setattr(sharded, name, getattr(loss, name))
+    if isinstance(loss, VectorLoss):  # W is d x k, flattened (row-major) as in the loss
+        sharded.n_features, sharded.n_outputs = loss.n_features, loss.n_outputs
     return RegularizedRisk(sharded, problem.reg, problem.lam)
 
 

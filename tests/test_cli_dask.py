@@ -60,12 +60,19 @@ def test_shards_without_dask_is_a_usage_error(tmp_path, capsys):
     assert code == 2 and "--shards 2 needs --dask" in err
 
 
-def test_multiclass_with_dask_is_refused(address, tmp_path, capsys):
+def test_multiclass_on_dask(address, tmp_path, capsys):
+    """A vector loss (multiclass hinge) on shards: certified, the same bracket as one machine."""
     rng = np.random.default_rng(0)
-    X = rng.normal(size=(60, 4))
-    y = rng.integers(0, 3, size=60).astype(float)
-    code, err = error_of(["solve", dump(tmp_path / "m.svm", X, y), "--dask", address], capsys)
-    assert code == 2 and "--dask takes losses of one score per example" in err
+    X = rng.normal(size=(240, 4))
+    y = np.argmax(X[:, :3] + 0.3 * rng.normal(size=(240, 3)), axis=1).astype(float)
+    train = dump(tmp_path / "m.svm", X, y)
+    argv = ["solve", train, "--lam", "1e-2", "--rtol", "1e-4"]
+    one, model_one = _solve(argv, tmp_path, capsys, "one")
+    many, model_many = _solve(argv + ["--dask", address, "--shards", "2"], tmp_path, capsys, "many")
+    assert many["status"] == "converged" == one["status"]
+    assert max(float(one["lower bound"]), float(many["lower bound"])) <= \
+        min(float(one["fun"]), float(many["fun"])) + 1e-12
+    assert model_many.kind == "multiclass" and model_many.weights.shape == (4, 3)
 
 
 def test_too_many_shards_names_the_option(address, tmp_path, capsys):
