@@ -106,6 +106,36 @@ class ScalarLoss(Oracle):
     def _restrict(self, w, p):
         return ScalarLine(self, self.data.dot(w), self.data.dot(p))
 
+    # --- evaluation from known scores (one data pass saved per score vector) -------------
+    @property
+    def scores_supported(self) -> bool:
+        r"""True when the loss is evaluated and restricted from its scores :math:`f = Xw`
+        alone (:meth:`scores`, :meth:`_value_subgradient_dual` with ``scores``,
+        :meth:`restrict_scores`); False when a subclass or an instance overrides
+        ``_value_and_subgradient`` or ``_restrict`` (its answers are then not known to be
+        functions of the scores)."""
+        for name in ("_value_and_subgradient", "_restrict", "_value_subgradient_dual"):
+            if name in self.__dict__ or getattr(type(self), name) is not getattr(ScalarLoss, name):
+                return False
+        return True
+
+    def scores(self, w: np.ndarray) -> np.ndarray:
+        r"""The scores :math:`f = Xw` (with an intercept, :math:`Xw + b`): half a data pass.
+
+        They are linear in ``w``, so a solver that keeps the scores of two points has those
+        of every combination :math:`lpha w_1 + eta w_2` for free (:math:`lpha f_1 +
+        eta f_2`, O(m)), and can then evaluate (:meth:`_value_subgradient_dual` with
+        ``scores``: one pass :math:`X^T g` instead of two) and restrict
+        (:meth:`restrict_scores`: no pass) there."""
+        return self.data.dot(w)
+
+    def restrict_scores(self, f: np.ndarray, q: np.ndarray) -> "ScalarLine":
+        r"""The line :math:`arphi(\eta) = \sum_i c_i l(f_i + \eta q_i, y_i)` through the
+        point whose scores are ``f`` along the direction whose scores are ``q`` (:math:`q =
+        Xp`; with an intercept :math:`Xp_w + p_b`): :meth:`restrict` without its two passes.
+        The arrays are kept, not copied: do not mutate them while the line is in use."""
+        return ScalarLine(self, f, q)
+
     def group_value_and_subgradients(self, w: np.ndarray, n_groups: int):
         """The risk split over ``n_groups`` contiguous groups of examples, in one data pass.
 
@@ -130,18 +160,22 @@ class ScalarLoss(Oracle):
             subgradients[p] = parts[p].rdot(g[s:e])
         return values, subgradients, self._dual_of_gradient(g)
 
-    def _value_subgradient_dual(self, w):
+    def _value_subgradient_dual(self, w, scores=None):
         """``(R(w), a, t)``: value and subgradient as :meth:`value_and_subgradient`, and for a
         margin loss the dual point :math:`t_i = -y_i g_i / c_i` (:math:`g_i = c_i l'(z_i, y_i)`
         the kernel's derivative), whose ``dual_plane(t)`` is the plane ``(a, R(w) - <a, w>)``
         (Fenchel-Young with equality at :math:`t`); None for other losses. Same data passes.
         A subclass or instance that overrides ``_value_and_subgradient`` is honoured (no dual
-        point then: its planes are not known to be those of a dual point)."""
+        point then: its planes are not known to be those of a dual point).
+
+        ``scores``: the scores :math:`Xw` when the caller knows them (:meth:`scores`; a
+        linear combination of known scores): only the pass :math:`X^T g` is made. Ignored
+        when :attr:`scores_supported` is False."""
         if ("_value_and_subgradient" in self.__dict__
                 or type(self)._value_and_subgradient is not ScalarLoss._value_and_subgradient):
             r, a = self._value_and_subgradient(w)
             return r, a, None
-        z = self.data.dot(w)
+        z = self.data.dot(w) if scores is None else scores
         g = np.empty(self.m)
         r = self._grad_kernel(z, self.y, self.c, np.zeros(self.m), g)
         return r, self.data.rdot(g), self._dual_of_gradient(g)
