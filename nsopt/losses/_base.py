@@ -242,6 +242,7 @@ class ScalarLine(LineFunction):
         self.loss, self.f, self.q = loss, f, q
         self._sign = np.sign(q)
         self._buf = np.empty_like(f)
+        self._last = None
         kinks = loss.kinks()
         self._kinks = None if kinks is None else np.asarray(kinks, dtype=np.float64)
 
@@ -263,10 +264,20 @@ class ScalarLine(LineFunction):
     def value(self, eta):
         return float(self.loss._value_kernel(self.f + eta * self.q, self.loss.y, self.loss.c))
 
+    def _scores_at(self, eta) -> np.ndarray:
+        """The snapped scores at ``eta``; the last ones are kept (a search asks for both
+        one-sided derivatives at the same step)."""
+        last = self._last
+        if last is not None and last[0] == eta:
+            return last[1]
+        z = self.f if eta == 0 else self._snap(self.f + eta * self.q, eta)
+        self._last = (eta, z)
+        return z
+
     def derivative(self, eta, side=1):
         if side not in (1, -1):
             raise ValueError(f"side must be +1 or -1, got {side}")
-        z = self._snap(self.f + eta * self.q, eta)
+        z = self._scores_at(float(eta))
         self.loss._grad_kernel(z, self.loss.y, self.loss.c, side * self._sign, self._buf)
         return float(_dot(self._buf, self.q))
 
@@ -302,15 +313,32 @@ class ScalarLine(LineFunction):
         if not self.loss.piecewise_linear or self._kinks is None:
             return None
         nz = np.flatnonzero(self.q != 0)
-        k = self._kinks[nz]
-        y, c, q = self.loss.y[nz], self.loss.c[nz], self.q[nz]
-        sign = np.sign(q)
-        cols = k[:, None] if k.ndim == 1 else k
-        steps = np.empty(cols.shape)
-        up, down = np.empty(nz.size), np.empty(nz.size)
-        for j in range(cols.shape[1]):
-            z = np.ascontiguousarray(cols[:, j])
-            self.loss._grad_kernel(z, y, c, sign, up)
-            self.loss._grad_kernel(z, y, c, -sign, down)
-            steps[:, j] = (up - down) * q
+        # q_i (g+ - g-) with g+- taken in the directions +-sign(q_i) is |q_i| times the jump
+        # of c_i l'(., y_i) at its kink (negating a difference is exact): the same numbers,
+        # from per-example jumps computed once per loss
+        size = _kink_jump_sizes(self.loss, self._kinks)[nz]
+        q = np.abs(self.q[nz])
+        steps = size * (q if size.ndim == 1 else q[:, None])
         return self._kink_etas(nz), steps.ravel()
+
+
+def _kink_jump_sizes(loss: ScalarLoss, kinks: np.ndarray) -> np.ndarray:
+    """``c_i (l'(k_i+, y_i) - l'(k_i-, y_i))`` at every kink ``k_i`` (the shape of
+    ``kinks``): two element-wise passes, once per loss (kept on it, with the kinks, labels
+    and weights it was computed for)."""
+    cached = loss.__dict__.get("_kink_jumps")
+    if (cached is not None and cached[1] is loss.y and cached[2] is loss.c
+            and np.array_equal(cached[0], kinks)):
+        return cached[3]
+    cols = kinks[:, None] if kinks.ndim == 1 else kinks
+    up, down = np.empty(loss.m), np.empty(loss.m)
+    ones = np.ones(loss.m)
+    size = np.empty(cols.shape)
+    for j in range(cols.shape[1]):
+        z = np.ascontiguousarray(cols[:, j])
+        loss._grad_kernel(z, loss.y, loss.c, ones, up)
+        loss._grad_kernel(z, loss.y, loss.c, -ones, down)
+        size[:, j] = up - down
+    size = size[:, 0] if kinks.ndim == 1 else size
+    loss.__dict__["_kink_jumps"] = (kinks, loss.y, loss.c, size)
+    return size
