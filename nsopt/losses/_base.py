@@ -183,8 +183,14 @@ class ScalarLoss(Oracle):
     def _dual_of_gradient(self, g):
         if self.dual_upper is None:
             return None
-        c = np.where(self.c > 0, self.c, 1.0)
-        return np.clip(-self.y * g / c, 0.0, self.dual_upper)
+        c = self.__dict__.get("_c_positive")
+        if c is None or c[0] is not self.c:  # the weights with 0 replaced by 1, kept
+            c = (self.c, np.where(self.c > 0, self.c, 1.0))
+            self.__dict__["_c_positive"] = c
+        t = np.multiply(self.y, g)
+        np.negative(t, out=t)
+        t /= c[1]
+        return np.clip(t, 0.0, self.dual_upper, out=t)
 
     def batch_subgradient(self, w: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """A subgradient of the unweighted mean loss over the examples ``rows`` (for SGD)."""
