@@ -656,7 +656,9 @@ class PlaneBundle:
 
     def evidence(self, alpha: np.ndarray, plane=None):
         """The evidence of the combination ``alpha`` (feasible), or None when a plane with a
-        positive multiplier has none."""
+        positive multiplier has none. A dual point is returned deferred
+        (:class:`_DeferredDualPoint`): its ``t``, O(n m) to form, is combined on first read
+        (a certificate built or checked), not at every iteration's bound."""
         from .certificate import DualPoint, QueryPoints
 
         alpha = np.asarray(alpha, dtype=np.float64)[: self.n]
