@@ -54,6 +54,7 @@ from typing import Callable
 import numpy as np
 import scipy.sparse as sp
 
+from .certificate import DualPoint
 from .regularizers import scaled_conjugate
 
 __all__ = ["PlaneBundle"]
@@ -655,16 +656,23 @@ class PlaneBundle:
 
     def evidence(self, alpha: np.ndarray, plane=None):
         """The evidence of the combination ``alpha`` (feasible), or None when a plane with a
-        positive multiplier has none."""
+        positive multiplier has none. A dual point is returned deferred
+        (:class:`_DeferredDualPoint`): its ``t``, O(n m) to form, is combined on first read
+        (a certificate built or checked), not at every iteration's bound."""
         from .certificate import DualPoint, QueryPoints
 
         alpha = np.asarray(alpha, dtype=np.float64)[: self.n]
         index = np.flatnonzero(alpha)
+        if self.evidence_kind == "dual":
+            # the sum over planes of n_examples-vectors costs about a data pass: deferred to
+            # the first read of ``t`` (a certificate built or checked), the parts kept
+            parts = [(float(alpha[i]), self._ev[int(i)]) for i in index]
+            if any(ev is None for _, ev in parts):
+                return None
+            return _DeferredDualPoint(parts, self.n_examples, plane)
         ev = self._combine_evidence(alpha[index], index)
         if ev is None:
             return None
-        if self.evidence_kind == "dual":
-            return DualPoint(ev, plane=plane)
         keys = sorted(k for k in ev if k >= 0)
         where = {k: j for j, k in enumerate(keys)}
         weights = np.zeros((len(keys), self.n_blocks))
@@ -677,3 +685,39 @@ class PlaneBundle:
                 else:
                     weights[where[k], p] += c * v
         return QueryPoints(tuple(self._points[k] for k in keys), weights, floor, plane=plane)
+
+
+
+def _combine_dual(parts, n_examples: int) -> np.ndarray:
+    """``sum_k c_k t_k`` over ``parts = [(c_k, t_k)]``, in their order (the same sums as
+    :meth:`PlaneBundle._combine_evidence`)."""
+    t = np.zeros(n_examples)
+    for c, ev in parts:
+        if c != 0.0:
+            t += c * ev
+    return t
+
+
+class _DeferredDualPoint(DualPoint):
+    """A :class:`~nsopt.certificate.DualPoint` whose ``t``, the multipliers' combination of
+    the planes' dual vectors (O(n m), about a data pass), is formed on first read: a solver
+    proves a bound every iteration, a certificate reads one. It keeps references to the
+    planes' vectors until then (they are never mutated), and pickles or copies as the plain
+    ``DualPoint`` it stands for."""
+
+    def __init__(self, parts, n_examples, plane=None):  # noqa: the dataclass init is not run
+        object.__setattr__(self, "_parts", tuple(parts))
+        object.__setattr__(self, "_n_examples", int(n_examples))
+        object.__setattr__(self, "plane", plane)
+
+    @property
+    def t(self) -> np.ndarray:
+        t = self.__dict__.get("_t")
+        if t is None:
+            t = _combine_dual(self._parts, self._n_examples)
+            object.__setattr__(self, "_t", t)
+            object.__setattr__(self, "_parts", ())  # the planes' vectors are let go
+        return t
+
+    def __reduce__(self):
+        return (DualPoint, (self.t, self.plane))

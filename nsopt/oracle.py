@@ -989,14 +989,28 @@ class CountingOracle(Oracle):
         self._lowest = None
 
     # --- calls --------------------------------------------------------------------------
-    def evaluate(self, w: np.ndarray) -> Evaluation:
+    def scores(self, w: np.ndarray) -> np.ndarray | None:
+        """The problem's scores at ``w`` (``RegularizedRisk.scores``: half a data pass, not an
+        oracle call, not counted in ``nfev``), or None when the problem has none."""
+        fn = getattr(self.problem, "scores", None)
+        return None if fn is None else fn(w)
+
+    def restrict_scores(self, w, p, f, q) -> "LineFunction":
+        """``restrict(w, p)`` given the scores ``f`` of ``w`` and ``q`` of ``p``
+        (``RegularizedRisk.restrict_scores``), checked like :meth:`restrict`'s lines."""
+        return _GuardedLine(self.problem.restrict_scores(w, p, f, q), self, w, p)
+
+    def evaluate(self, w: np.ndarray, scores: np.ndarray | None = None) -> Evaluation:
+        """One counted, checked evaluation at ``w``; ``scores``: the problem's scores at ``w``
+        when the caller knows them (:meth:`scores`), which spares the evaluation a pass."""
         last = self._last
         if last is not None and (last.w is w or np.array_equal(last.w, w)):
             return last
         del last  # no reference to the previous evaluation while the next one allocates its own
         w = frozen(w)
         self.nfev += 1
-        ev = self.problem._evaluate(w)
+        ev = (self.problem._evaluate(w) if scores is None
+              else self.problem._evaluate(w, scores=scores))
         if not isinstance(ev, Evaluation):
             ev = Evaluation(w, *ev)
         self._accept(ev)

@@ -177,9 +177,33 @@ class RegularizedRisk(Oracle):
     # --- oracle ---------------------------------------------------------------------------
     def _value(self, w):
         return self.lam * self.reg._value(w) + self.loss._value(w)
-    def _evaluate(self, w):
+    def scores(self, w) -> np.ndarray | None:
+        r"""The loss's scores at ``w`` (:math:`f = Xw`, or :math:`Xw + b` with an intercept;
+        half a data pass), or None when the loss is not evaluated from scores (a user oracle,
+        a vector or multivariate loss, a loss that overrides its evaluation).
+
+        Scores are linear in ``w``: a solver that keeps those of two points has those of any
+        combination of them without a pass, and passes them to :meth:`_evaluate` (one pass,
+        :math:`X^T g`, instead of two) and :meth:`restrict_scores` (no pass)."""
+        if not getattr(self.loss, "scores_supported", False):
+            return None
+        return self.loss.scores(check_vector(w, self.dim, "w"))
+
+    def restrict_scores(self, w, p, f: np.ndarray, q: np.ndarray):
+        r""":meth:`restrict` given the scores ``f`` of ``w`` and ``q`` of ``p`` (both from
+        :meth:`scores`, or linear combinations of such): the loss's line touches no data,
+        the regularizer's costs O(d). ``f`` and ``q`` are kept, not copied."""
+        w = check_vector(w, self.dim, "w")
+        p = check_vector(p, self.dim, "p")
+        return self.loss.restrict_scores(f, q) + self.lam * self.reg._restrict(w, p)
+
+    def _evaluate(self, w, scores=None):
+        """One evaluation at ``w`` (an :class:`~nsopt.oracle.Evaluation`); ``scores``: the
+        loss's scores at ``w`` when known (:meth:`scores`), which saves the pass ``X w``."""
         with_dual = getattr(self.loss, "_value_subgradient_dual", None)
-        if with_dual is not None:  # margin losses: the plane's dual point (certificates)
+        if scores is not None and with_dual is not None:
+            r, a, t = with_dual(w, scores=scores)
+        elif with_dual is not None:  # margin losses: the plane's dual point (certificates)
             r, a, t = with_dual(w)
         else:
             (r, a), t = self.loss._value_and_subgradient(w), None

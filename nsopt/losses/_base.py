@@ -106,6 +106,36 @@ class ScalarLoss(Oracle):
     def _restrict(self, w, p):
         return ScalarLine(self, self.data.dot(w), self.data.dot(p))
 
+    # --- evaluation from known scores (one data pass saved per score vector) -------------
+    @property
+    def scores_supported(self) -> bool:
+        r"""True when the loss is evaluated and restricted from its scores :math:`f = Xw`
+        alone (:meth:`scores`, :meth:`_value_subgradient_dual` with ``scores``,
+        :meth:`restrict_scores`); False when a subclass or an instance overrides
+        ``_value_and_subgradient`` or ``_restrict`` (its answers are then not known to be
+        functions of the scores)."""
+        for name in ("_value_and_subgradient", "_restrict", "_value_subgradient_dual"):
+            if name in self.__dict__ or getattr(type(self), name) is not getattr(ScalarLoss, name):
+                return False
+        return True
+
+    def scores(self, w: np.ndarray) -> np.ndarray:
+        r"""The scores :math:`f = Xw` (with an intercept, :math:`Xw + b`): half a data pass.
+
+        They are linear in ``w``, so a solver that keeps the scores of two points has those
+        of every combination :math:`lpha w_1 + eta w_2` for free (:math:`lpha f_1 +
+        eta f_2`, O(m)), and can then evaluate (:meth:`_value_subgradient_dual` with
+        ``scores``: one pass :math:`X^T g` instead of two) and restrict
+        (:meth:`restrict_scores`: no pass) there."""
+        return self.data.dot(w)
+
+    def restrict_scores(self, f: np.ndarray, q: np.ndarray) -> "ScalarLine":
+        r"""The line :math:`arphi(\eta) = \sum_i c_i l(f_i + \eta q_i, y_i)` through the
+        point whose scores are ``f`` along the direction whose scores are ``q`` (:math:`q =
+        Xp`; with an intercept :math:`Xp_w + p_b`): :meth:`restrict` without its two passes.
+        The arrays are kept, not copied: do not mutate them while the line is in use."""
+        return ScalarLine(self, f, q)
+
     def group_value_and_subgradients(self, w: np.ndarray, n_groups: int):
         """The risk split over ``n_groups`` contiguous groups of examples, in one data pass.
 
@@ -130,18 +160,22 @@ class ScalarLoss(Oracle):
             subgradients[p] = parts[p].rdot(g[s:e])
         return values, subgradients, self._dual_of_gradient(g)
 
-    def _value_subgradient_dual(self, w):
+    def _value_subgradient_dual(self, w, scores=None):
         """``(R(w), a, t)``: value and subgradient as :meth:`value_and_subgradient`, and for a
         margin loss the dual point :math:`t_i = -y_i g_i / c_i` (:math:`g_i = c_i l'(z_i, y_i)`
         the kernel's derivative), whose ``dual_plane(t)`` is the plane ``(a, R(w) - <a, w>)``
         (Fenchel-Young with equality at :math:`t`); None for other losses. Same data passes.
         A subclass or instance that overrides ``_value_and_subgradient`` is honoured (no dual
-        point then: its planes are not known to be those of a dual point)."""
+        point then: its planes are not known to be those of a dual point).
+
+        ``scores``: the scores :math:`Xw` when the caller knows them (:meth:`scores`; a
+        linear combination of known scores): only the pass :math:`X^T g` is made. Ignored
+        when :attr:`scores_supported` is False."""
         if ("_value_and_subgradient" in self.__dict__
                 or type(self)._value_and_subgradient is not ScalarLoss._value_and_subgradient):
             r, a = self._value_and_subgradient(w)
             return r, a, None
-        z = self.data.dot(w)
+        z = self.data.dot(w) if scores is None else scores
         g = np.empty(self.m)
         r = self._grad_kernel(z, self.y, self.c, np.zeros(self.m), g)
         return r, self.data.rdot(g), self._dual_of_gradient(g)
@@ -149,8 +183,14 @@ class ScalarLoss(Oracle):
     def _dual_of_gradient(self, g):
         if self.dual_upper is None:
             return None
-        c = np.where(self.c > 0, self.c, 1.0)
-        return np.clip(-self.y * g / c, 0.0, self.dual_upper)
+        c = self.__dict__.get("_c_positive")
+        if c is None or c[0] is not self.c:  # the weights with 0 replaced by 1, kept
+            c = (self.c, np.where(self.c > 0, self.c, 1.0))
+            self.__dict__["_c_positive"] = c
+        t = np.multiply(self.y, g)
+        np.negative(t, out=t)
+        t /= c[1]
+        return np.clip(t, 0.0, self.dual_upper, out=t)
 
     def batch_subgradient(self, w: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """A subgradient of the unweighted mean loss over the examples ``rows`` (for SGD)."""
@@ -208,6 +248,7 @@ class ScalarLine(LineFunction):
         self.loss, self.f, self.q = loss, f, q
         self._sign = np.sign(q)
         self._buf = np.empty_like(f)
+        self._last = None
         kinks = loss.kinks()
         self._kinks = None if kinks is None else np.asarray(kinks, dtype=np.float64)
 
@@ -229,10 +270,20 @@ class ScalarLine(LineFunction):
     def value(self, eta):
         return float(self.loss._value_kernel(self.f + eta * self.q, self.loss.y, self.loss.c))
 
+    def _scores_at(self, eta) -> np.ndarray:
+        """The snapped scores at ``eta``; the last ones are kept (a search asks for both
+        one-sided derivatives at the same step)."""
+        last = self._last
+        if last is not None and last[0] == eta:
+            return last[1]
+        z = self.f if eta == 0 else self._snap(self.f + eta * self.q, eta)
+        self._last = (eta, z)
+        return z
+
     def derivative(self, eta, side=1):
         if side not in (1, -1):
             raise ValueError(f"side must be +1 or -1, got {side}")
-        z = self._snap(self.f + eta * self.q, eta)
+        z = self._scores_at(float(eta))
         self.loss._grad_kernel(z, self.loss.y, self.loss.c, side * self._sign, self._buf)
         return float(_dot(self._buf, self.q))
 
@@ -268,15 +319,32 @@ class ScalarLine(LineFunction):
         if not self.loss.piecewise_linear or self._kinks is None:
             return None
         nz = np.flatnonzero(self.q != 0)
-        k = self._kinks[nz]
-        y, c, q = self.loss.y[nz], self.loss.c[nz], self.q[nz]
-        sign = np.sign(q)
-        cols = k[:, None] if k.ndim == 1 else k
-        steps = np.empty(cols.shape)
-        up, down = np.empty(nz.size), np.empty(nz.size)
-        for j in range(cols.shape[1]):
-            z = np.ascontiguousarray(cols[:, j])
-            self.loss._grad_kernel(z, y, c, sign, up)
-            self.loss._grad_kernel(z, y, c, -sign, down)
-            steps[:, j] = (up - down) * q
+        # q_i (g+ - g-) with g+- taken in the directions +-sign(q_i) is |q_i| times the jump
+        # of c_i l'(., y_i) at its kink (negating a difference is exact): the same numbers,
+        # from per-example jumps computed once per loss
+        size = _kink_jump_sizes(self.loss, self._kinks)[nz]
+        q = np.abs(self.q[nz])
+        steps = size * (q if size.ndim == 1 else q[:, None])
         return self._kink_etas(nz), steps.ravel()
+
+
+def _kink_jump_sizes(loss: ScalarLoss, kinks: np.ndarray) -> np.ndarray:
+    """``c_i (l'(k_i+, y_i) - l'(k_i-, y_i))`` at every kink ``k_i`` (the shape of
+    ``kinks``): two element-wise passes, once per loss (kept on it, with the kinks, labels
+    and weights it was computed for)."""
+    cached = loss.__dict__.get("_kink_jumps")
+    if (cached is not None and cached[1] is loss.y and cached[2] is loss.c
+            and np.array_equal(cached[0], kinks)):
+        return cached[3]
+    cols = kinks[:, None] if kinks.ndim == 1 else kinks
+    up, down = np.empty(loss.m), np.empty(loss.m)
+    ones = np.ones(loss.m)
+    size = np.empty(cols.shape)
+    for j in range(cols.shape[1]):
+        z = np.ascontiguousarray(cols[:, j])
+        loss._grad_kernel(z, loss.y, loss.c, ones, up)
+        loss._grad_kernel(z, loss.y, loss.c, -ones, down)
+        size[:, j] = up - down
+    size = size[:, 0] if kinks.ndim == 1 else size
+    loss.__dict__["_kink_jumps"] = (kinks, loss.y, loss.c, size)
+    return size

@@ -49,6 +49,13 @@ class LSBMRM(Solver):
     line_search : bool, default True
         ``False`` takes :math:`\eta_t = 1`, which reproduces BMRM's iterates ([TVSL10]_ Alg. 3 with
         :math:`\eta_t = 1` is Alg. 2).
+    reuse_scores : bool, default True
+        Keep the loss's scores :math:`f^b = Xw^b_t` and :math:`f_t = Xw_t` (linear-model
+        losses, :meth:`~nsopt.RegularizedRisk.scores`), as OCAS keeps its outputs
+        ([FS08]_): the scores of :math:`w^c_t` and of every point of the line are their
+        linear combinations, so an iteration makes one data pass (:math:`Xw_t` and the new
+        plane's :math:`X^Tg`) instead of three. ``False`` recomputes them (the same iterates
+        up to rounding); ignored when the problem has no scores.
     inner, inner_rtol, remove_inactive, max_planes
         As in :class:`~nsopt.solvers.BMRM`.
 
@@ -62,8 +69,9 @@ class LSBMRM(Solver):
     losses, squared hinge, L2/L1 regularizers: ``LineFunction.minimize``); otherwise a
     subgradient Wolfe search (:func:`nsopt.linesearch.exact_line_search`). The step is taken
     over :math:`\eta \ge 0` as in OCAS (the paper writes :math:`\eta \in \mathbb{R}`; a
-    negative step is never needed for the guarantee, Theorem 7). Each line costs two passes
-    over the data (``X w_b`` and ``X d``) plus O(m log m), about one more oracle call.
+    negative step is never needed for the guarantee, Theorem 7). With ``reuse_scores`` the
+    line's scores are :math:`f^b + \eta (f_t - f^b)`: it touches no data (O(m) work plus
+    O(d) for the regularizer); otherwise it costs two passes (``X w_b`` and ``X d``).
 
     Certificate: the master dual value, as BMRM (source ``"bundle-dual"``).
 
@@ -87,6 +95,9 @@ class LSBMRM(Solver):
                                  doc="theta: where to query between the best point (0) and "
                                      "the master minimiser (1)", renamed_from="theta"),
         "line_search": Option(True, Boolean(), doc="False: BMRM's iterates (eta = 1)"),
+        "reuse_scores": Option(True, Boolean(),
+                               doc="keep the loss's scores X w of the best and master points "
+                                   "(one data pass an iteration); False: recompute them"),
     }
 
     @classmethod
@@ -109,24 +120,32 @@ class LSBMRM(Solver):
         n_planes: int
         inner_time: float
         line_steps: int
+        scores_best: np.ndarray = None   # X w_b (None: not kept, see reuse_scores)
+        scores_query: np.ndarray = None  # X w_c
+
+    def _scores(self, problem, w):
+        """The problem's scores at ``w`` when they are reused, else None."""
+        return problem.scores(w) if self.reuse_scores else None
 
     def init(self, problem, x0):
         bundle = new_bundle(problem, planes=self.planes)
-        ev = problem.evaluate(x0)
+        f0 = self._scores(problem, x0)
+        ev = problem.evaluate(x0, scores=f0)
         s = self.State(w_best=x0, fun_best=ev.fun, w_query=x0,
                        lower_bound=-math.inf, alpha=np.zeros(bundle.n), a_bar=None, b_bar=None,
                        evidence=None,
                        bundle=bundle, master=master_solver(problem, self.inner), eta=0.0,
-                       n_planes=bundle.n, inner_time=0.0, line_steps=0)
+                       n_planes=bundle.n, inner_time=0.0, line_steps=0,
+                       scores_best=f0, scores_query=f0)
         return self._update(problem, s, ev)
 
-    def step(self, problem, s):
-        return self._update(problem, s, problem.evaluate(s.w_query))   # [TVSL10, Alg. 3, l. 4]
+    def step(self, problem, s):                                          # [TVSL10, Alg. 3, l. 4]
+        return self._update(problem, s, problem.evaluate(s.w_query, scores=s.scores_query))
 
     def _update(self, problem, s, ev):
-        w_b, fun_b = s.w_best, s.fun_best
+        w_b, fun_b, f_b = s.w_best, s.fun_best, s.scores_best
         if ev.fun < fun_b:  # the query point itself may be the best so far
-            w_b, fun_b = ev.w, ev.fun
+            w_b, fun_b, f_b = ev.w, ev.fun, s.scores_query
         alpha, n_new = add_planes(s.bundle, s.alpha, ev,                 # l. 5
                                   remove_inactive=self.remove_inactive,
                                   max_planes=self.max_planes)
@@ -134,30 +153,42 @@ class LSBMRM(Solver):
         m = solve_master(problem, s.bundle, alpha, n_new, s.master,      # l. 6
                          outer_gap=fun_b - s.lower_bound, inner_rtol=self.inner_rtol)
         w_t, m = m.w, m._replace(w=None)  # w_t serves only the line and w_c below
+        # the scores of w_t (the iteration's one pass X w), when w_b's are known
+        f_t = None if f_b is None else self._scores(problem, w_t)
+        if f_t is None:
+            f_b = None
         eta = 1.0
         if self.line_search:                                             # l. 7-8
             d = w_t - w_b
             if np.any(d):
-                line = problem.restrict(w_b, d)
+                if f_b is None:
+                    line = problem.restrict(w_b, d)
+                else:  # the line's scores f_b + eta q: no data pass
+                    q = f_t - f_b
+                    line = problem.restrict_scores(w_b, d, f_b, q)
                 eta = exact_line_search(line, lo=0.0).eta
                 if math.isfinite(eta) and eta > 0:
                     fun_new = line.value(eta)
                     if fun_new < fun_b:  # w_b + eta d, with no d-sized temporary
                         w_new = np.multiply(d, eta, out=d)
                         w_b, fun_b = freeze(np.add(w_new, w_b, out=w_new)), fun_new
+                        if f_b is not None:  # the same combination of the scores
+                            f_b = np.add(np.multiply(q, eta, out=q), f_b, out=q)
                 del d, line  # no longer needed (d's buffer may now be w_b's)
             else:
                 eta = 0.0
         else:
-            w_b = w_t
+            w_b, f_b = w_t, f_t
             fun_b = math.inf  # unknown until queried: BMRM's iterate
         theta = self.query_fraction
-        w_c = w_t                                                        # l. 9
+        w_c, f_c = w_t, f_t                                              # l. 9
         if self.line_search:  # (1 - theta) w_b + theta w_t, in w_t's buffer
             # w_t is the master's fresh array, used only here (the master's copy was let go)
             w_t.flags.writeable = True
             w_c = lincomb(1.0 - theta, w_b, theta, w_t, out=w_t)
-        del w_t
+            if f_t is not None:
+                f_c = lincomb(1.0 - theta, f_b, theta, f_t, out=f_t)
+        del w_t, f_t
         freeze(w_c)  # read-only: the oracle keeps it without a copy
         improved = m.dual_value >= s.lower_bound
         return self.State(
@@ -167,6 +198,7 @@ class LSBMRM(Solver):
             evidence=m.evidence if improved else s.evidence, bundle=s.bundle, master=s.master, eta=float(eta), n_planes=s.bundle.n,
             inner_time=s.inner_time + m.seconds,
             line_steps=s.line_steps + int(self.line_search and eta > 0),
+            scores_best=f_b, scores_query=f_c,
         )
 
     def info(self, s):
