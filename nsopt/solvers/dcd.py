@@ -20,10 +20,11 @@ from numbers import Integral
 from typing import NamedTuple
 
 import numpy as np
+import scipy.sparse as sp
 from numba import njit
 from scipy.special import xlogy
 
-from .._validation import Boolean, Interval, Option
+from .._validation import Boolean, Interval, NoneOr, Option
 from ..certificate import DualPoint
 from ..regularizers import scaled_conjugate
 from ._base import Solver
@@ -78,38 +79,14 @@ def _logistic_root(a, s, b):
 
 
 @njit(cache=True)
-def _row_dot(dense, X, indptr, indices, data, i, w):
-    s = 0.0
-    if dense:
-        for j in range(X.shape[1]):
-            s += X[i, j] * w[j]
-    else:
-        for k in range(indptr[i], indptr[i + 1]):
-            s += data[k] * w[indices[k]]
-    return s
-
-
-@njit(cache=True)
-def _row_axpy(dense, X, indptr, indices, data, i, alpha, w):
-    if dense:
-        for j in range(X.shape[1]):
-            w[j] += alpha * X[i, j]
-    else:
-        for k in range(indptr[i], indptr[i + 1]):
-            w[indices[k]] += alpha * data[k]
-
-
-@njit(cache=True)
-def _epochs(kind, dense, X, indptr, indices, data, y, scale, qa, t, tc, w, index, shrink,
-           n_epochs, rng):
-    r"""Run ``n_epochs`` passes of coordinate descent; returns the number of active examples.
+def _epochs(kind, indptr, indices, data, y, scale, qa, t, tc, w, index, shrink, n_epochs, rng):
+    r"""Run ``n_epochs`` passes of coordinate descent over the CSR rows ``indptr, indices,
+    data``; returns the number of active examples and the nonzeros visited.
 
     Parameters
     ----------
     kind : int
         0 hinge, 1 squared hinge, 2 logistic.
-    dense : bool
-        Rows from ``X`` (dense, C order) or from the CSR arrays ``indptr, indices, data``.
     y, scale, qa : arrays (m,)
         Labels, :math:`c_i y_i / \lambda` (the step of ``w`` per unit of :math:`t_i`) and
         :math:`c_i \|x_i\|^2 / \lambda` (the curvature of the dual in :math:`t_i`).
@@ -124,6 +101,7 @@ def _epochs(kind, dense, X, indptr, indices, data, y, scale, qa, t, tc, w, index
         The permutation's random state.
     """
     n_all = index.shape[0]
+    work = 0
     n_active = int(shrink[0])
     pg_max_old, pg_min_old, eps = shrink[1], shrink[2], shrink[3]
     use = shrink[4] != 0.0 and kind != 2
@@ -135,7 +113,11 @@ def _epochs(kind, dense, X, indptr, indices, data, y, scale, qa, t, tc, w, index
         s = 0
         while s < n_active:
             i = index[s]
-            wx = _row_dot(dense, X, indptr, indices, data, i, w)
+            start, end = indptr[i], indptr[i + 1]
+            work += end - start
+            wx = 0.0
+            for k in range(start, end):
+                wx += data[k] * w[indices[k]]
             if kind == 2:
                 a, b = qa[i], y[i] * wx
                 # g(1/2) >= 0: the root is at most 1/2, solve for t; else for 1 - t
@@ -148,7 +130,9 @@ def _epochs(kind, dense, X, indptr, indices, data, y, scale, qa, t, tc, w, index
                 delta = t_new - t[i]
                 t[i], tc[i] = t_new, tc_new
                 if delta != 0.0:
-                    _row_axpy(dense, X, indptr, indices, data, i, delta * scale[i], w)
+                    step = delta * scale[i]
+                    for k in range(start, end):
+                        w[indices[k]] += step * data[k]
                 s += 1
                 continue
             g = y[i] * wx - 1.0 + diag * t[i]
@@ -179,7 +163,9 @@ def _epochs(kind, dense, X, indptr, indices, data, y, scale, qa, t, tc, w, index
                     t_new = upper if g < 0.0 else 0.0
                 delta = t_new - t[i]
                 t[i] = t_new
-                _row_axpy(dense, X, indptr, indices, data, i, delta * scale[i], w)
+                step = delta * scale[i]
+                for k in range(start, end):
+                    w[indices[k]] += step * data[k]
             s += 1
         if not use:
             continue
@@ -192,7 +178,7 @@ def _epochs(kind, dense, X, indptr, indices, data, y, scale, qa, t, tc, w, index
         pg_max_old = pg_max if pg_max > 0.0 else np.inf
         pg_min_old = pg_min if pg_min < 0.0 else -np.inf
     shrink[0], shrink[1], shrink[2], shrink[3] = n_active, pg_max_old, pg_min_old, eps
-    return n_active
+    return n_active, work
 
 
 _OTHERS = "'ls-bmrm', 'bmrm' or 'proximal-bundle'"
@@ -244,9 +230,12 @@ class DCD(Solver):
 
     Parameters
     ----------
-    check_every : int, default 1
+    check_every : int or None, default None
         Epochs between two checks (one check: the dual plane of :math:`t`, one data pass, and
-        one oracle call at :math:`w(t)`, two passes; an epoch costs about two passes).
+        one oracle call at :math:`w(t)`, two passes; an epoch costs about two passes over the
+        examples it visits). None: as many epochs as it takes to visit three times the
+        nonzeros of X (with shrinking an epoch may visit a small share of them), so that
+        checks cost at most about a third of the run whatever the active set.
     shrinking : bool, default True
         Hinge and squared hinge: skip examples whose :math:`t_i` sits at a bound with a
         gradient pushing it out ([HCLKS08]_ Sec. 3.2); visit all again once the shrunk problem
@@ -308,8 +297,9 @@ class DCD(Solver):
     certificate_source = "dual-point"
     history_fields = ("epochs", "n_active")
     options = {
-        "check_every": Option(1, Interval(Integral, 1, None, closed="left"),
-                              doc="epochs between two certificate checks"),
+        "check_every": Option(None, NoneOr(Interval(Integral, 1, None, closed="left")),
+                              doc="epochs between two certificate checks (None: by work, "
+                                  "checks at most about a third of it)"),
         "shrinking": Option(True, Boolean(), doc="skip examples at a bound of their box "
                                                  "(hinge, squared hinge)"),
         "random_state": Option(0, Interval(Integral, 0, None, closed="left"),
@@ -350,16 +340,9 @@ class DCD(Solver):
         kind = _kind(loss)
         m, d = loss.m, loss.dim
         dm = loss.data
-        if dm.sparse:
-            X = np.zeros((1, 1))
-            csr = dm.csr
-            indptr, indices, data = csr.indptr, csr.indices, csr.data
-            sq = np.asarray(csr.multiply(csr).sum(axis=1)).reshape(-1)
-        else:
-            X = np.ascontiguousarray(dm.X, dtype=np.float64)
-            indptr = indices = np.zeros(1, dtype=np.int32)
-            data = np.zeros(1)
-            sq = np.einsum("ij,ij->i", X, X)
+        # dense rows are copied to CSR once (1.5x their memory): one kernel, no branch per row
+        csr = dm.csr if dm.sparse else sp.csr_matrix(np.asarray(dm.X, dtype=np.float64))
+        sq = np.asarray(csr.multiply(csr).sum(axis=1), dtype=np.float64).reshape(-1)
         c, y = loss.c, loss.y
         index = np.flatnonzero(c > 0).astype(np.int64)
         t = np.zeros(m)
@@ -369,7 +352,7 @@ class DCD(Solver):
         shrink = np.array([index.size, math.inf, -math.inf, 1.0, float(self.shrinking)])
         seed = (self.random_state * 0x9E3779B97F4A7C15 + 0x2545F4914F6CDD1D) % 2**64
         rng = np.array([seed or 1], dtype=np.uint64)
-        work = (kind, not dm.sparse, X, indptr, indices, data,
+        work = (kind, csr.indptr, csr.indices, csr.data,
                 np.ascontiguousarray(y, dtype=np.float64), c * y / lam, c * sq / lam,
                 t, tc, np.zeros(d), index, shrink, rng)
         empty = self.State(w=None, t=t, lower_bound=-math.inf, evidence=None, epochs=0,
@@ -377,9 +360,17 @@ class DCD(Solver):
         return self._check(problem, empty, evaluate=False)
 
     def step(self, problem, s):
-        n_active = _epochs(*s.work[:12], s.work[12], s.work[13], self.check_every, s.work[14])
-        return self._check(problem, s._replace(epochs=s.epochs + self.check_every,
-                                               n_active=int(n_active)))
+        args, rng = s.work[:12], s.work[12]
+        if self.check_every is not None:
+            n_active, _ = _epochs(*args, self.check_every, rng)
+            n = self.check_every
+        else:  # epochs until their nonzeros visited reach those of a check's three passes
+            need, n = max(3 * int(s.work[1][-1]), 1), 0
+            while need > 0:
+                n_active, visited = _epochs(*args, 1, rng)
+                need -= max(visited, 1)
+                n += 1
+        return self._check(problem, s._replace(epochs=s.epochs + n, n_active=int(n_active)))
 
     def _check(self, problem, s, evaluate=True):
         """The bound of ``t`` made exactly feasible, ``w(t)`` reset from it and valued."""
@@ -387,7 +378,7 @@ class DCD(Solver):
         t = np.clip(s.t, 0.0, loss.dual_upper)             # a copy: the evidence's own
         a, b = loss.dual_plane(t)
         lower = b - scaled_conjugate(problem.reg, a, lam)
-        w_run = s.work[11]
+        w_run = s.work[9]
         np.multiply(a, -1.0 / lam, out=w_run)              # w(t), without the epochs' drift
         w = w_run.copy()
         if evaluate:
