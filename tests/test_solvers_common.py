@@ -23,6 +23,7 @@ UNSUPPORTED: dict[tuple[str, str], str] = {}
 _NEEDS_RISK = "uses the loss and the regularizer separately: needs a RegularizedRisk"
 _SADDLE_L2 = "needs L2 and a loss with a saddle form (hinge-type)"
 _AGGREGATES = "aggregated planes need a strongly convex regularizer (L1: polyhedral conjugate)"
+_DCD = "dual coordinate descent: L2 and a hinge, squared hinge or logistic loss only"
 #: (configuration id, case) -> why the solver refuses it (ProblemNotSupported)
 DECLARED_UNSUPPORTED: dict[tuple[str, str], str] = {
     ("bmrm", "l1-regression-oracle"): _NEEDS_RISK,
@@ -37,6 +38,11 @@ DECLARED_UNSUPPORTED: dict[tuple[str, str], str] = {
     ("excessive-gap", "logistic-l1"): _SADDLE_L2,
     ("excessive-gap", "multiclass-hinge-l1"): _SADDLE_L2,
     ("excessive-gap", "l1-regression-oracle"): _SADDLE_L2,
+    ("dcd", "hinge-l1"): _DCD,
+    ("dcd", "logistic-l1"): _DCD,
+    ("dcd", "multiclass-hinge-l2"): _DCD,
+    ("dcd", "multiclass-hinge-l1"): _DCD,
+    ("dcd", "l1-regression-oracle"): _NEEDS_RISK,
 }
 
 # every registered method with its default options, plus variants selected by an option

@@ -12,7 +12,8 @@ from .proximal_bundle import ProxBMRM, ProximalBundle, TrustRegionBundle
 from .subbfgs import SubBFGS, SubLBFGS
 from .excessive_gap import ExcessiveGap
 from .level_bundle import LevelBundle
+from .dcd import DCD
 
 __all__ = ["SOLVERS", "Solver", "Option", "ProblemNotSupported", "BMRM", "LSBMRM", "KBundle", "ProximalBundle", "ProxBMRM",
-           "TrustRegionBundle", "SubBFGS", "SubLBFGS", "ExcessiveGap", "LevelBundle",
+           "TrustRegionBundle", "SubBFGS", "SubLBFGS", "ExcessiveGap", "LevelBundle", "DCD",
            "methods_supporting"]
