@@ -369,11 +369,13 @@ class ProxBMRM(ProximalBundle):
             return (f"proximal BMRM{what} needs the L2 regularizer, got "
                     f"{type(problem.base_reg).__name__}; use variant='trust-region', or method "
                     "'bmrm'")
-        if problem.fit_intercept:
-            reason = intercept_reason(problem, "proximal-bundle")
-            if reason is not None:
-                return (reason.replace("'proximal-bundle', ", "")
-                        + "; or ProximalBundle(variant='trust-region')")
+        if problem.fit_intercept and not math.isfinite(problem.intercept_bound()):
+            return ("proximal BMRM with fit_intercept=True certifies through the intercept "
+                    "master problem, which needs a proven bound on the optimal intercept, and "
+                    f"none is known for {type(problem.base_loss).__name__} "
+                    "(RegularizedRisk.intercept_bound() is inf); use "
+                    "ProximalBundle(variant='trust-region') (the intercept a free coordinate), "
+                    "'subbfgs' or 'sublbfgs'")
         return None
 
     def init(self, problem, x0):
