@@ -245,7 +245,8 @@ def test_proximal_bmrm_refusals_with_intercept():
     Jp = nsopt.RegularizedRisk(L.Poisson(X, rng.poisson(2.0, 30).astype(float)), R.L2(), 0.1,
                                fit_intercept=True)
     assert not math.isfinite(Jp.intercept_bound())
-    with pytest.raises(ProblemNotSupported, match=r"intercept_bound\(\) is inf\); use ProximalBundle\(variant=.trust-region.\)"):
+    refused = r"intercept_bound\(\) is inf\); use ProximalBundle\(variant=.trust-region.\)"
+    with pytest.raises(ProblemNotSupported, match=refused):
         nsopt.minimize(Jp, **PROXIMAL)
     # the auto variant falls back to the trust-region bundle there (a free coordinate)
     assert isinstance(ProximalBundle().choose(Jp), TrustRegionBundle)
