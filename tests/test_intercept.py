@@ -165,13 +165,6 @@ def test_every_solver_solves_or_refuses_clearly():
             res.certificate.check(J)
 
 
-def test_excessive_gap_points_to_pragam_with_bias():
-    X, y = binary()
-    J = nsopt.RegularizedRisk(L.Hinge(X, y), R.L2(), LAM, fit_intercept=True)
-    with pytest.raises(ProblemNotSupported, match="pragam_with_bias"):
-        nsopt.minimize(J, method="excessive-gap")
-
-
 def test_bmrm_refuses_regularizer_without_intercept_master():
     X, y = binary()
     J = nsopt.RegularizedRisk(L.Logistic(X, y), R.Lp(1.5), LAM, fit_intercept=True)

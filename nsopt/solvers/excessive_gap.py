@@ -16,7 +16,8 @@ keeps a primal iterate :math:`w_k` and a dual iterate :math:`\alpha_k` whose mea
 Saddle forms known here (:func:`saddle_form`): the binary hinge (box dual
 :math:`[0, c_i]`), the Crammer-Singer multiclass hinge and its cost-scaled variants (a scaled
 simplex per example), the hinge with an unregularized bias (box plus :math:`y^T\alpha = 0`,
-:class:`~nsopt.losses.intercept.InterceptHinge`, solved by :func:`pragam_with_bias`), and any
+:class:`~nsopt.losses.intercept.InterceptHinge`, solved by :func:`pragam_with_bias`, and used
+for ``RegularizedRisk(Hinge(X, y), L2(), lam, fit_intercept=True)``), and any
 loss with a ``saddle_form()`` method returning a :class:`SaddleForm`. The losses own their
 forms (:mod:`nsopt.saddle`); :math:`\|Z\|_2` comes from :func:`nsopt._linalg.spectral_norm_sq`.
 """
@@ -123,6 +124,22 @@ class ExcessiveGap(Solver):
     problem's oracle (the base keeps the best); ``x0`` is evaluated once as an initial upper
     bound but does not move the start, which must be the prox-centre ([SZV09]_ Alg. 1).
 
+    An unregularized intercept (``RegularizedRisk(Hinge(X, y), L2(), lam,
+    fit_intercept=True)``, :math:`x = (w, b)`): minimising over the free bias inside the saddle
+    form, :math:`\min_b \max_{\alpha\in Q}\langle\alpha, 1 - Zw - yb\rangle = \max_{\alpha\in
+    Q,\, y^T\alpha = 0}\langle\alpha, 1 - Zw\rangle` (Sion: Q is compact), the method runs on
+    :math:`w` with the dual set cut by :math:`y^T\alpha = 0` ([SZV09]_ Pragam-b, the machinery of
+    :func:`pragam_with_bias`: :class:`~nsopt.losses.intercept.InterceptHinge`, projected in
+    O(m)). Every iterate :math:`w_k` is evaluated at :math:`x_k = (w_k, b(w_k))` with the bias
+    optimal for its scores (read off the residual, no extra pass), so ``Result.x`` is a point of
+    the original problem. The bound is that of the loss plane with intercept at
+    :math:`\alpha_k`, :math:`(\bar a_w, \bar a_b) = (-Z^T\alpha_k, -y^T\alpha_k)`, through the
+    problem's regularizer: :math:`D(\alpha_k) - B|y^T\alpha_k|` with the proven box :math:`|b|
+    \le B` (:meth:`~nsopt.RegularizedRisk.intercept_bound`), so a rounding residual of the
+    equality costs B times it and :meth:`~nsopt.Certificate.check` recomputes the bound from
+    the dual point. Other losses with an intercept are refused (their dual sets cut by the bias
+    equalities have no projection here): use ``"bmrm"`` or ``"proximal-bundle"``.
+
     Cost per iteration: 3 products with :math:`Z` or :math:`Z^T` plus one oracle call (two
     passes), two projections onto :math:`Q` (O(m) clipping; O(m) median search with a bias;
     O(m k log k) for the simplices); a backtrack adds 2 products.
@@ -175,6 +192,7 @@ class ExcessiveGap(Solver):
         iteration: int             # k
         n_backtracks: int          # cumulative
         form: SaddleForm
+        bias: object = None        # fit_intercept: the InterceptHinge of the problem's hinge
 
     @classmethod
     def unsupported_reason(cls, problem):
@@ -184,9 +202,7 @@ class ExcessiveGap(Solver):
         if not isinstance(problem, RegularizedRisk):
             return f"{what}; got {type(problem).__name__}"
         if problem.fit_intercept:
-            return (f"method {cls.name!r} does not take fit_intercept=True (its smoothing needs "
-                    "L2 on every coordinate); for the hinge with an unregularized bias use "
-                    "nsopt.solvers.excessive_gap.pragam_with_bias, or another method")
+            return _intercept_reason(cls.name, problem)
         if not _has_saddle_form(problem.loss):
             return f"{what}; got loss {type(problem.loss).__name__}"
         if not problem.reg.self_conjugate:
@@ -194,11 +210,26 @@ class ExcessiveGap(Solver):
         return None
 
     # ------------------------------------------------------------------------------------
-    def _dual_value(self, problem, form, v, zt_v):
+    def _dual_value(self, problem, form, v, zt_v, bias=None):
         # D(v) = b_bar - lam Omega*(-a_bar / lam) with Omega* = 0.5 ||.||^2 (L2 only)
-        a_bar = -zt_v
         b_bar = _dot(form.offset, v)
+        if bias is not None:
+            # the plane of the loss with intercept, (-Z^T v, -y^T v): its intercept slope is 0
+            # up to the projection's rounding, which the box term B |y^T v| pays for
+            a_bar = np.append(-zt_v, -_dot(bias.y, v))
+            return b_bar - problem.reg.scaled_conjugate(a_bar, problem.lam), a_bar, b_bar
+        a_bar = -zt_v
         return b_bar - _sq(a_bar) / (2.0 * problem.lam), a_bar, b_bar
+
+    @staticmethod
+    def _point(problem, bias, w, residual):
+        r"""The point the oracle is asked at: ``w``, or with an intercept ``(w, b)`` with the
+        bias optimal for the scores :math:`f = y(1 - r)` read off the residual :math:`r = 1 -
+        y\circ f` (no pass over the data; any b gives a valid upper bound)."""
+        if bias is None:
+            return w
+        b = bias._fit(bias.y * (1.0 - residual))[0]
+        return np.append(w, b)   # problem.join(w, b): the intercept is the last coordinate
 
     @staticmethod
     def _evidence(problem, v, a_bar, b_bar):
@@ -234,7 +265,9 @@ class ExcessiveGap(Solver):
         )
 
     def init(self, problem, x0):
-        form, lam = saddle_form(problem.loss), problem.lam
+        bias = _bias_loss(problem)
+        form = saddle_form(problem.loss) if bias is None else bias.saddle_form()
+        lam = problem.lam
         fixed = not self.adaptive_lipschitz
         problem.evaluate(x0)                                 # an upper bound; not the start
         center = form.center                                 # [SZV09, Alg. 1, l. 1]: alpha_{-1}
@@ -257,19 +290,19 @@ class ExcessiveGap(Solver):
             if fixed:
                 raise self._too_small(L, curv)
             L, nb = 2.0 * L, nb + 1
-        lower, a_bar, b_bar = self._dual_value(problem, form, v, zt_v)
+        lower, a_bar, b_bar = self._dual_value(problem, form, v, zt_v, bias)
         return self.State(                                   # l. 1: w_0 = w(alpha_{-1})
             w=zt_c / lam, alpha=v, lower_bound=lower, a_bar=a_bar, b_bar=b_bar,
             evidence=self._evidence(problem, v, a_bar, b_bar),
             residual=grad, mu=2.0 * L if fixed else L, tau=math.nan, lipschitz=L,
-            curvature=curv, iteration=0, n_backtracks=nb, form=form,
+            curvature=curv, iteration=0, n_backtracks=nb, form=form, bias=bias,
         )
 
     def step(self, problem, s):
         form, lam, fixed = s.form, problem.lam, not self.adaptive_lipschitz
         a_mu = form.project(form.center + s.residual / s.mu)          # alpha_mu(w_k), eq. (23)
         zt_mu = form.rmatvec(a_mu)
-        zt_alpha = -s.a_bar
+        zt_alpha = -s.a_bar if s.bias is None else -s.a_bar[:-1]
         L = s.lipschitz if fixed else max(self._shrink * s.lipschitz, s.curvature)
         nb = 0
         while True:
@@ -288,13 +321,14 @@ class ExcessiveGap(Solver):
             L, nb = 2.0 * L, nb + 1
         w = (1 - tau) * s.w + (tau / lam) * zt_beta                    # l. 4: w_{k+1}, eq. (24)
         residual = (1 - tau) * s.residual + tau * grad                 # b - Z w_{k+1}
-        problem.evaluate(w)
-        lower, a_bar, b_bar = self._dual_value(problem, form, v, zt_v)
+        problem.evaluate(self._point(problem, s.bias, w, residual))
+        lower, a_bar, b_bar = self._dual_value(problem, form, v, zt_v, s.bias)
         return self.State(
             w=w, alpha=v, lower_bound=lower, a_bar=a_bar, b_bar=b_bar, residual=residual,
             evidence=self._evidence(problem, v, a_bar, b_bar),
             mu=(1 - tau) * s.mu, tau=tau, lipschitz=L, curvature=curv,       # l. 4: mu_{k+1}
             iteration=s.iteration + 1, n_backtracks=s.n_backtracks + nb, form=form,
+            bias=s.bias,
         )
 
     def info(self, s):
@@ -304,6 +338,40 @@ class ExcessiveGap(Solver):
 # ----------------------------------------------------------------------------------------
 # the hinge with an unregularized bias (Pragam-b): the solver on InterceptHinge
 # ----------------------------------------------------------------------------------------
+def _intercept_reason(name, problem) -> str | None:
+    """Why ``ExcessiveGap`` cannot solve the ``fit_intercept=True`` problem, or None."""
+    from ..losses.scalar import Hinge
+
+    base, reg = problem.base_loss, problem.base_reg
+    others = ("'bmrm' or 'proximal-bundle' (any loss with a proven intercept bound), or "
+              "'sublbfgs'")
+    if type(base) is not Hinge:  # exact class: a subclass may change the loss
+        return (f"method {name!r} with fit_intercept=True handles the binary Hinge only (its "
+                "dual with a free bias is the box cut by y^T alpha = 0, [SZV09] Pragam-b; other "
+                "saddle forms would need a projection onto their dual set cut by the bias "
+                f"equalities), got loss {type(base).__name__}; use {others}")
+    if not reg.self_conjugate:
+        return (f"method {name!r} with fit_intercept=True needs the L2 regularizer, got "
+                f"{type(reg).__name__}; use {others}")
+    if not math.isfinite(problem.intercept_bound()):  # pragma: no cover - finite for L2 hinge
+        return (f"method {name!r} with fit_intercept=True needs a proven bound on the "
+                f"intercept (RegularizedRisk.intercept_bound() is inf); use {others}")
+    return None
+
+
+def _bias_loss(problem):
+    """For ``fit_intercept=True`` the :class:`InterceptHinge` of the problem's hinge (its data
+    and weights, no copy), else None."""
+    raw = getattr(problem, "problem", problem)   # the loop's counting wrapper
+    if not getattr(raw, "fit_intercept", False):
+        return None
+    hinge = raw.base_loss
+    bias = InterceptHinge.__new__(InterceptHinge)
+    bias.hinge, bias.data, bias.y, bias.c = hinge, hinge.data, hinge.y, hinge.c
+    bias.dim, bias.m = hinge.dim, hinge.m
+    return bias
+
+
 class InterceptFit(NamedTuple):
     """``coef`` w, ``intercept`` b and the solver's :class:`~nsopt.Result` (gap history in
     ``result.history``; ``result.x`` is ``coef``)."""
@@ -333,9 +401,10 @@ def pragam_with_bias(X, y, lam, *, sample_weight=None, callback=None, **options)
 
     Notes
     -----
-    ``nsopt.RegularizedRisk`` has no unregularized coordinate, so a constant feature column
-    (the estimators' ``fit_intercept``) regularizes the bias and gives the box dual without the
-    equality; this function is the seed's Pragam-b. With all labels equal the dual set is
+    ``nsopt.minimize(RegularizedRisk(Hinge(X, y), L2(), lam, fit_intercept=True),
+    method="excessive-gap")`` runs the same iteration on the problem with intercept and
+    reports ``x = (w, b)`` with a certificate of that problem; this function is the seed's
+    Pragam-b on :math:`w` alone. With all labels equal the dual set is
     :math:`\{0\}` and the solution is :math:`w = 0` with a bias that classifies all correctly.
 
     Examples

@@ -20,7 +20,7 @@ import scipy.sparse as sp
 
 from ..bundle import PlaneBundle
 from ..certificate import OraclePlanes, zero_aggregate
-from ..inner import QPSimplex
+from ..inner import QPSimplex, select
 from ..problem import RegularizedRisk, as_problem
 from ..regularizers import L2
 from .._linalg import distance
@@ -37,6 +37,11 @@ from ._registry import register
 _L2 = L2()
 
 
+def _n_intercepts(problem) -> int:
+    """The problem's number of intercepts (0 without), through the loop's counting wrapper."""
+    return int(getattr(getattr(problem, "problem", problem), "n_intercepts", 0))
+
+
 class _ShiftedPlanes:
     """The planes of a bundle with other offsets (a read-only view for the master solver)."""
 
@@ -47,7 +52,43 @@ class _ShiftedPlanes:
         return getattr(self._bundle, name)
 
 
-def _prox_master(bundle, master, lam, u, centre, warm, tol, deadline=None):
+class _ScaledInterceptPlanes(_ShiftedPlanes):
+    r"""The planes of a bundle with other offsets and their last ``k`` slope coordinates (the
+    intercepts) multiplied by ``sigma``: the slopes :math:`(a_{i,w}, \sigma a_{i,b})` seen by an
+    L2 master problem (identity metric) in the variable :math:`(w, eta)`, :math:`b = \sigma
+    eta`. Read-only; the Gram matrix is :math:`A_w A_w^T + \sigma^2 A_b A_b^T`, with
+    :math:`A_b` read through ``k`` products with unit vectors (any storage)."""
+
+    def __init__(self, bundle: PlaneBundle, b: np.ndarray, k: int, sigma: float):
+        super().__init__(bundle, b)
+        self._k, self._sigma = int(k), float(sigma)
+        d = bundle.dim
+        units = np.zeros((d, self._k))
+        units[d - self._k:, :] = np.eye(self._k)
+        self._Ab = np.column_stack([bundle.matvec(units[:, j]) for j in range(self._k)])
+        # bundle.G is A_w A_w^T: the intercept regularizer's metric is zero on the intercepts
+        self.G = bundle.G + (self._sigma ** 2) * (self._Ab @ self._Ab.T)
+        self.metric = None
+
+    def _scale(self, x):
+        x = np.array(x, dtype=np.float64, copy=True)
+        x[..., -self._k:] *= self._sigma
+        return x
+
+    @property
+    def A(self):
+        return self._scale(self._bundle.A)
+
+    def matvec(self, v):
+        return self._bundle.matvec(self._scale(v))
+
+    def rmatvec(self, alpha, metric=False):
+        out = self._bundle.rmatvec(alpha)   # the plain slopes: L2 on the coefficients
+        out[-self._k:] *= self._sigma
+        return out
+
+
+def _prox_master(bundle, master, lam, u, centre, warm, tol, deadline=None, n_intercepts=0):
     r"""Solve :math:`\min_w \tfrac\lambda2\|w\|^2 + \tfrac u2\|w - c\|^2 + \max_i \langle a_i,
     w\rangle + b_i` in the dual.
 
@@ -55,8 +96,34 @@ def _prox_master(bundle, master, lam, u, centre, warm, tol, deadline=None):
     :math:`\tfrac{\lambda'}2\|v\|^2 + \max_i \langle a_i, v\rangle + b_i + \langle a_i, s\rangle`
     + const in :math:`v = w - s` ([UF12]_ eq. 13 with :math:`u = 2\alpha`), an ordinary L2
     master problem; returns ``(sol, w)``.
+
+    With ``n_intercepts = k > 0`` the last k coordinates (the intercepts :math:`b`) are not
+    regularized: the objective is :math:`\tfrac\lambda2\|w\|^2 + \tfrac u2\|(w, b) - c\|^2 +
+    \max_i \ldots`, a per-coordinate metric with weight :math:`\lambda + u` on the coefficients
+    and :math:`u > 0` on the intercepts. With :math:`s = ((u/\lambda')c_w, c_b)` and :math:`b -
+    c_b = \sigma\beta`, :math:`\sigma = \sqrt{\lambda'/u}`, it is again the L2 master
+    problem :math:`\tfrac{\lambda'}2\|v\|^2 + \max_i\langle\tilde a_i, v\rangle + b_i +
+    \langle a_i, s\rangle` in :math:`v = (w - s_w, \beta)`, with slopes :math:`\tilde a_i =
+    (a_{i,w}, \sigma a_{i,b})` (:class:`_ScaledInterceptPlanes`); its dual
+    :math:`\max_{\alpha\in\Delta} \sum_i\alpha_i(b_i + \langle a_i, s\rangle) -
+    \tfrac{1}{2\lambda'}\|A_w^T\alpha\|^2 - \tfrac1{2u}\|A_b^T\alpha\|^2` gives
+    :math:`w = s_w - A_w^T\alpha/\lambda'`, :math:`b = c_b - A_b^T\alpha/u`.
     """
     lam2 = lam + u
+    if n_intercepts:
+        k = int(n_intercepts)
+        if not u > 0:
+            raise ValueError(f"the proximal master with intercepts needs a prox weight u > 0 "
+                             f"(the intercept is unregularized), got u={u!r}")
+        sigma = math.sqrt(lam2 / u)
+        shift = np.array(centre, dtype=np.float64, copy=True)
+        shift[:-k] *= u / lam2
+        view = _ScaledInterceptPlanes(bundle, bundle.b + bundle.matvec(shift), k, sigma)
+        sol = master.solve(view, _L2, lam2, warm=warm, tol=tol, deadline=deadline)
+        v = np.asarray(sol.w, dtype=np.float64)
+        w = shift + v
+        w[-k:] = shift[-k:] + sigma * v[-k:]
+        return sol._replace(w=None), w
     shift = (u / lam2) * centre
     view = _ShiftedPlanes(bundle, bundle.b + bundle.matvec(shift))
     sol = master.solve(view, _L2, lam2, warm=warm, tol=tol, deadline=deadline)
@@ -209,6 +276,34 @@ class ProxBMRM(ProximalBundle):
     solved every iteration; its dual value is a valid lower bound (source ``"bundle-dual"``).
     The prox master's value is never used as a bound.
 
+    An unregularized intercept (``RegularizedRisk(..., fit_intercept=True)``, :math:`x = (w,
+    b)`). The step is the prox step in a per-coordinate metric,
+
+    .. math:: x_{t+1} = \arg\min_{w, b}\ \tfrac\lambda2\|w\|^2 + \sum_p R_{t,p}(w, b)
+              + \alpha_t\|w - w_t\|^2 + \alpha_t\|b - b_t\|^2 ,
+
+    weight :math:`\lambda + 2\alpha_t` on the coefficients and :math:`2\alpha_t` (the prox
+    term alone) on the intercepts. Rescaling the intercepts, :math:`b - b_t = \sigma\beta`
+    with :math:`\sigma^2 = (\lambda + 2\alpha_t)/(2\alpha_t)`, makes it the plain L2 master
+    problem with weight :math:`\lambda + 2\alpha_t` over slopes :math:`(a_{i,w}, \sigma
+    a_{i,b})`, solved by the same backend (:func:`_prox_master`); its dual is
+
+    .. math:: \max_{\beta\in\Delta}\ \sum_i\beta_i(b_i + \langle a_i, s\rangle)
+              - \tfrac{1}{2(\lambda + 2\alpha_t)}\|A_w^T\beta\|^2
+              - \tfrac{1}{4\alpha_t}\|A_b^T\beta\|^2 ,
+
+    and :math:`w = s_w - A_w^T\beta/(\lambda + 2\alpha_t)`, :math:`b = b_t - A_b^T\beta /
+    (2\alpha_t)`. The prox weight keeps the intercept bounded (no box is needed in the step),
+    and the grid of :math:`\alpha` is unchanged: its floor :math:`\lambda 2^{-10}` is positive.
+    The :math:`\alpha = 0` candidate is the BMRM step, the minimiser of the certificate's
+    master problem. That master (the certificate) is the intercept master of the BMRM family
+    (:class:`~nsopt.inner.InterceptQP`): the model minimised over the proven box
+    :math:`\|b\|_\infty \le B` (:meth:`~nsopt.RegularizedRisk.intercept_bound`), whose dual
+    :math:`\bar b - \lambda\Omega^*(-\bar a_w/\lambda) - B\|\bar a_b\|_1` bounds :math:`J^*`
+    and is what :meth:`~nsopt.Certificate.check` recomputes. Problems without a finite
+    :math:`B` are refused (use ``variant="trust-region"``); ``inner`` then selects the
+    prox master's backend only, and ``start="sgd"`` is not available.
+
     ``Result.info``: ``n_planes``, ``n_tunes`` (re-tunings of alpha), ``alpha`` (final).
 
     References
@@ -261,36 +356,51 @@ class ProxBMRM(ProximalBundle):
         master: object
         n_planes: int
         n_tunes: int
+        prox_master: object = None        # backend of the prox master (L2 in scaled coordinates)
+        w_master: np.ndarray | None = None  # the alpha = 0 master's minimiser (intercepts only)
 
     @classmethod
     def unsupported_reason(cls, problem):
         if not isinstance(problem, RegularizedRisk):
             return ("proximal BMRM needs a RegularizedRisk(loss, L2(), lam); for any other "
                     "convex function use ProximalBundle(variant='trust-region')")
-        if problem.fit_intercept:
-            return ("proximal BMRM's closed-form steps need L2 on every coordinate, and "
-                    "fit_intercept=True leaves the intercept unregularized; use "
-                    "variant='trust-region' (which treats it as a free coordinate), or 'bmrm'")
-        if not problem.reg.self_conjugate:
-            return (f"proximal BMRM needs the L2 regularizer, got {type(problem.reg).__name__}; "
-                    "use variant='trust-region', or method 'bmrm'")
+        if not problem.base_reg.self_conjugate:
+            what = " with fit_intercept=True" if problem.fit_intercept else ""
+            return (f"proximal BMRM{what} needs the L2 regularizer, got "
+                    f"{type(problem.base_reg).__name__}; use variant='trust-region', or method "
+                    "'bmrm'")
+        if problem.fit_intercept and not math.isfinite(problem.intercept_bound()):
+            return ("proximal BMRM with fit_intercept=True certifies through the intercept "
+                    "master problem, which needs a proven bound on the optimal intercept, and "
+                    f"none is known for {type(problem.base_loss).__name__} "
+                    "(RegularizedRisk.intercept_bound() is inf); use "
+                    "ProximalBundle(variant='trust-region') (the intercept a free coordinate), "
+                    "'subbfgs' or 'sublbfgs'")
         return None
 
     def init(self, problem, x0):
+        k = _n_intercepts(problem)
         if self.start == "sgd" and not np.any(x0):
+            if k:
+                raise ValueError("start='sgd' does not take fit_intercept=True (the SGD start "
+                                 "regularizes every coordinate); use start='zeros' or pass x0")
             x0 = sgd_start(problem, passes=self.sgd_passes)
         bundle = new_bundle(problem, planes=self.planes, n_models=self.n_models)
         norm = float(np.linalg.norm(x0))
         K = self.max_step if self.max_step is not None else (0.01 * norm if norm > 0 else 0.4)
         ev, groups = self._evaluate(problem, x0)
-        master = master_solver(problem, self.inner)
+        if k:   # the certificate's master carries the intercept box; the prox master is L2
+            master, prox_master = master_solver(problem, "auto"), select(_L2, self.inner)
+        else:
+            master = prox_master = master_solver(problem, self.inner)
         m = add_and_solve(problem, bundle, np.zeros(bundle.n), ev, master,
                           outer_gap=math.inf, inner_rtol=self.inner_rtol, groups=groups)
         return self.State(w=x0, fun=ev.fun, fun_best=ev.fun, lower_bound=m.dual_value,
                           a_bar=m.a_bar, b_bar=m.b_bar, evidence=m.evidence, alpha=0.0,
                           gamma=math.inf, retune=True,
                           beta0=m.alpha, beta=None, K=K, bundle=bundle, master=master,
-                          n_planes=bundle.n, n_tunes=0)
+                          n_planes=bundle.n, n_tunes=0, prox_master=prox_master,
+                          w_master=m.w if k else None)
 
     def _evaluate(self, problem, w):
         """One oracle call; with ``n_models > 1`` also the partial risks of the groups."""
@@ -300,13 +410,16 @@ class ProxBMRM(ProximalBundle):
         return ev, (values, subgradients)
 
     def _prox(self, problem, s, alpha, warm):
-        return _prox_master(s.bundle, s.master, problem.lam, 2.0 * alpha, s.w, warm, None,
-                            problem.deadline)
+        return _prox_master(s.bundle, s.prox_master, problem.lam, 2.0 * alpha, s.w, warm, None,
+                            problem.deadline, n_intercepts=_n_intercepts(problem))
 
     def step(self, problem, s):
         lam, c, K = problem.lam, s.w, s.K
         w0 = None
-        if s.beta0.size == s.bundle.n:  # -A^T beta0 / lam, in the buffer rmatvec returns
+        if _n_intercepts(problem):
+            # the alpha = 0 step is the master's own minimiser (over the intercept box)
+            w0 = s.w_master
+        elif s.beta0.size == s.bundle.n:  # -A^T beta0 / lam, in the buffer rmatvec returns
             w0 = s.bundle.rmatvec(s.beta0)
             w0 = np.divide(w0, -lam, out=w0)
         alpha, beta, tuned = s.alpha, s.beta, False
@@ -361,7 +474,9 @@ class ProxBMRM(ProximalBundle):
                           a_bar=m.a_bar, b_bar=m.b_bar, evidence=m.evidence, alpha=alpha,
                           gamma=gamma, retune=retune,
                           beta0=m.alpha, beta=beta, K=K, bundle=s.bundle, master=s.master,
-                          n_planes=s.bundle.n, n_tunes=s.n_tunes + int(tuned))
+                          n_planes=s.bundle.n, n_tunes=s.n_tunes + int(tuned),
+                          prox_master=s.prox_master,
+                          w_master=m.w if _n_intercepts(problem) else None)
 
     def info(self, s):
         return {"n_planes": s.n_planes, "n_tunes": s.n_tunes, "alpha": s.alpha,
