@@ -61,9 +61,9 @@ Usage: python benchmarks/peers.py [--quick] [--sets a9a mushrooms letter] [--lam
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import math
-import sys
 import time
 import warnings
 
@@ -151,11 +151,12 @@ def problem(X, y, name, lam):
 
 # ---------------------------------------------------------------- peers
 
+@contextlib.contextmanager
 def _quiet():
-    ctx = warnings.catch_warnings()
-    ctx.__enter__()
-    warnings.simplefilter("ignore")
-    return ctx
+    """Silence the peers' and the solvers' warnings (convergence, deprecations) in a run."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
 
 
 def peer_fit(peer, pname, X, y, lam, tol, max_iter=100000):
@@ -197,13 +198,10 @@ def peer_fit(peer, pname, X, y, lam, tol, max_iter=100000):
         fit = lambda: est.fit(X, y01)  # noqa: E731
     else:
         raise ValueError(f"unknown peer {peer!r}")
-    ctx = _quiet()
-    try:
+    with _quiet():
         t0 = time.perf_counter()
         fit()
         secs = time.perf_counter() - t0
-    finally:
-        ctx.__exit__(None, None, None)
     w = np.asarray(est.coef_, dtype=float).ravel().copy()
     if peer == "cyanure":
         gaps = est.optimization_info_[0][3]
@@ -283,14 +281,11 @@ def warm_up(J, methods):
         cls = nsopt.solvers.SOLVERS.get(method)
         if method != "default" and (cls is None or cls.unsupported_reason(J) is not None):
             continue
-        ctx = _quiet()
-        try:
+        with _quiet():
             if method == "default":
                 nsopt.minimize(J, max_iter=2)
             else:
                 nsopt.minimize(J, method=method, max_iter=2)
-        finally:
-            ctx.__exit__(None, None, None)
 
 
 # ---------------------------------------------------------------- the reference optimum
@@ -316,11 +311,8 @@ def reference(key, J, points, lowers, uppers, levels, ref_time, use_cvxpy):
         lower, upper = max(lower, cert.lower), min(upper, cert.upper)
         how.append("certify")
     if width() > want:
-        ctx = _quiet()
-        try:
+        with _quiet():
             r = nsopt.minimize(J, rtol=1e-8, max_time=ref_time)
-        finally:
-            ctx.__exit__(None, None, None)
         lower, upper = max(lower, r.lower_bound), min(upper, r.fun)
         how.append(f"nsopt {r.method} rtol 1e-8")
         if width() > want:
@@ -420,11 +412,8 @@ def _cell(sname, pname, lam, J, X, y, raw, methods, peers, levels, args):
                 continue
 
             def one():
-                ctx = _quiet()
-                try:
+                with _quiet():
                     r = make_run(method, J, level, args.max_time)
-                finally:
-                    ctx.__exit__(None, None, None)
                 return (r.time if not isinstance(r, str) else 0.0), r
 
             r = repeat_short(one)[1]
@@ -604,4 +593,3 @@ def _cellstr(v):
 
 if __name__ == "__main__":
     main()
-    sys.exit(0)
