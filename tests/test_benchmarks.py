@@ -5,6 +5,7 @@ They are measurement tools, not tests; this only keeps them from rotting as the 
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import nsopt
@@ -59,3 +60,51 @@ def test_any_oracle_script_prints_a_row_per_function(capsys):
     assert n_run >= len(any_oracle.FUNCTIONS) - 1  # a9a may be absent from the data folder
     for method in any_oracle.METHODS:
         assert sum(line.split()[:1] == [method] for line in lines) == n_run
+
+
+def test_peers_script_prints_every_cell_and_its_claims_hold(capsys):
+    """benchmarks/peers.py (issue 11): a row per solver, level and cell; every certified nsopt
+    row proves its level, every other says 'not certified'; the bracket of J* holds both ways
+    (no nsopt lower bound above it, no peer objective below it)."""
+    pytest.importorskip("cyanure")
+    pytest.importorskip("glum")
+    import peers
+
+    try:
+        problems, levels = ["hinge-l2", "logistic-l1"], [1e-3, 1e-4]
+        rows, summary = peers.main(
+            ["--sets", "mushrooms", "--lams", "1e-2", "--problems", *problems,
+             "--methods", "default", "ls-bmrm", "--max-time", "1", "--ref-time", "2", "--no-cvxpy"])
+    finally:
+        sys.modules.pop("peers", None)
+    out = capsys.readouterr().out
+    assert "VIOLATION" not in out
+    assert "mushrooms: 8124 x 112, one raw pass" in out
+    for p in problems:
+        assert f"-- {p} mushrooms lam 0.01: J* in [" in out
+        for level in levels:
+            cell = [r for r in rows if r["problem"] == p and r["level"] == level]
+            solvers = [r["solver"] for r in cell]
+            assert solvers[0].startswith("default=") and "ls-bmrm" in solvers
+            assert set(peers.PROBLEMS[p][2]) <= set(solvers)
+            assert [(s["problem"], s["level"]) for s in summary].count((p, level)) == 1
+            for r in cell:
+                assert r["J_lower"] <= r["J_upper"]
+                if r["status"].startswith("n/a"):
+                    continue
+                if r["kind"] == "nsopt":
+                    assert r["lower_bound"] <= r["J_upper"] * (1 + 1e-9) + 1e-12
+                    if r["certified"]:
+                        assert r["gap"] <= level * abs(r["fun"]) * (1 + 1e-12)
+                        assert r["seconds"] == r["time_run"]
+                    else:
+                        assert r["status"].startswith("not certified") and np.isnan(r["seconds"])
+                else:
+                    assert r["fun"] >= r["J_lower"] * (1 - 1e-9) - 1e-12
+                    # at lam 1e-2 every peer gets there: one that does not solves another
+                    # problem (its C or lambda maps lam wrongly)
+                    assert r["status"].startswith("reached"), r
+                    if r["status"].startswith("reached"):
+                        assert r["fun"] <= r["J_upper"] / (1 - level) * (1 + 1e-12)
+                    if r["solver"] == "cyanure" and r["status"].startswith("reached"):
+                        assert r["proved_gap"] <= level  # it stops on a proven gap
