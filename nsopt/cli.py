@@ -224,7 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "optionally save the model for nsopt predict.")
     _add_data_argument(solve)
     _add_problem_options(solve)
-    solve.add_argument("--method", choices=sorted(SOLVERS), default="bmrm", metavar="METHOD",
+    solve.add_argument("--method", choices=sorted(SOLVERS), default="ls-bmrm", metavar="METHOD",
                        help="the solver: " + ", ".join(sorted(SOLVERS)) + "; default %(default)s")
     solve.add_argument("--bounds", nargs=2, type=float, default=None, metavar=("LB", "UB"),
                        help="the box LB <= w_j <= UB on every weight, a constraint (required by "
