@@ -739,7 +739,13 @@ class NDCG(MultivariateLoss):
     .. math:: C_{ij} = c_i f_j - a_i b_j,
 
     value :math:`c^T f(\pi) - \bar c^T f + a^T(b - b(\pi))` and score gradient
-    :math:`c(\pi^{-1}) - \bar c`; O(n^3) per query of ``n`` documents.
+    :math:`c(\pi^{-1}) - \bar c`. An optimal assignment places the documents of one grade in
+    decreasing ``f`` (swapping two of them changes only :math:`c^T f(\pi)`, and ``c``
+    decreases), so the value and gradient are computed, for all queries in one compiled pass,
+    as the best merge of the grades' sorted lists (a dynamic programme over the counts placed,
+    :math:`\prod_g (n_g + 1)` states per query; ``kern.ndcg_merge``); a query with more than
+    ``2**22`` states goes to ``linear_sum_assignment``, O(n^3). One ``X @ w`` and one
+    ``X.T @ g`` per oracle call; ``sup_subgradient`` keeps the per-query assignment (below).
 
     Erratum E4: the printed :math:`C_{ij} = c_i f_i - b_i a_j` must read :math:`c_i f_j`. A
     correction that keeps :math:`b_i a_j`, which takes eq. (28)'s :math:`a(\pi)_i = a_{\pi(i)}`
