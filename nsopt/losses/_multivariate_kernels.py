@@ -23,6 +23,7 @@ __all__ = [
     "prbep_search",
     "assignment_potentials",
     "pairs_gradient",
+    "ndcg_merge",
 ]
 
 
@@ -308,3 +309,102 @@ def pairs_gradient(f, q, lower, upper, cost, side, out):
             out[i] += cost[k]
             out[j] -= cost[k]
     return r
+
+
+# --------------------------------------------------------------------------------------
+# NDCG ([TVSL10] Alg. 10): the assignment of every query by a merge of its grades
+# --------------------------------------------------------------------------------------
+@njit(cache=True)
+def ndcg_merge(f, qptr, gptr, qg, b_grade, c, a, c_bar, ab, max_states, values, g, done):
+    r"""Values and score gradients of the NDCG hinge of every query, one compiled pass.
+
+    Query ``t`` holds entries ``qptr[t]:qptr[t + 1]`` of the concatenated arrays (its rows by
+    decreasing relevance); its grades are the segments ``gptr[qg[t]]:gptr[qg[t] + 1]``, ...,
+    with gains ``b_grade``; ``ab[t]`` is :math:`a^T b` of the query. The assignment :math:`\max_\pi \sum_i c_i f_{\pi(i)} - a_i b_{\pi(i)}`
+    has an optimum where the documents of each grade take their positions in decreasing ``f``
+    (exchange argument: swapping two documents of one grade changes only :math:`c^T f(\pi)`,
+    and ``c`` decreases), so it is a merge of the grades' sorted lists: a dynamic programme
+    over the counts :math:`(k_1, \dots, k_G)` placed so far,
+    :math:`V(k) = \max_{g: k_g > 0} V(k - e_g) + c_i F_g[k_g - 1] - a_i b_g` with
+    :math:`i = \sum k - 1`, over :math:`\prod_g (n_g + 1)` states. A query with more than
+    ``max_states`` states is left to the caller (``done[t] = False``).
+
+    ``values[t]`` gets :math:`c^T f(\pi) - \bar c^T f + a^T(b - b(\pi))` and ``g`` (aligned
+    with ``f``) :math:`c(\pi^{-1}) - \bar c`.
+    """
+    n_queries = qptr.shape[0] - 1
+    for t in range(n_queries):
+        lo, hi = qptr[t], qptr[t + 1]
+        n = hi - lo
+        g0, g1 = qg[t], qg[t + 1]
+        n_grades = g1 - g0
+        stride = np.empty(n_grades, dtype=np.int64)
+        count = np.empty(n_grades, dtype=np.int64)
+        states = 1
+        for h in range(n_grades):
+            stride[h] = states
+            count[h] = gptr[g0 + h + 1] - gptr[g0 + h]
+            states *= count[h] + 1
+            if states > max_states:
+                break
+        if states > max_states:
+            done[t] = False
+            continue
+        done[t] = True
+        # each grade's documents by decreasing f (ties: row order)
+        order = np.empty(n, dtype=np.int64)
+        fs = np.empty(n)  # f in that order
+        for h in range(n_grades):
+            s0, s1 = gptr[g0 + h], gptr[g0 + h + 1]
+            seg = np.argsort(-f[s0:s1], kind="mergesort")
+            for r in range(s1 - s0):
+                order[s0 - lo + r] = s0 + seg[r]
+                fs[s0 - lo + r] = f[s0 + seg[r]]
+        base = np.empty(n_grades, dtype=np.int64)
+        for h in range(n_grades):
+            base[h] = gptr[g0 + h] - lo - 1
+        V = np.empty(states)
+        choice = np.zeros(states, dtype=np.int8)
+        k = np.zeros(n_grades, dtype=np.int64)
+        V[0] = 0.0
+        placed = 0
+        for s in range(1, states):
+            # odometer: the counts of state s
+            h = 0
+            while k[h] == count[h]:
+                placed -= k[h]
+                k[h] = 0
+                h += 1
+            k[h] += 1
+            placed += 1
+            i = lo + placed - 1  # the position filled last
+            ci = c[i]
+            ai = a[i]
+            best = -np.inf
+            arg = 0
+            for h in range(n_grades):
+                if k[h] > 0:
+                    cand = V[s - stride[h]] + ci * fs[base[h] + k[h]] - ai * b_grade[g0 + h]
+                    if cand > best:
+                        best = cand
+                        arg = h
+            V[s] = best
+            choice[s] = arg
+        # back-track: position i (from the last) holds the k_h-th document of grade h
+        for h in range(n_grades):
+            k[h] = count[h]
+        s = states - 1
+        value = ab[t]
+        for j in range(lo, hi):
+            g[j] = -c_bar[j]
+            value -= c_bar[j] * f[j]
+        for pos in range(n - 1, -1, -1):
+            h = choice[s]
+            doc = order[gptr[g0 + h] - lo + k[h] - 1]
+            i = lo + pos
+            g[doc] += c[i]
+            value += c[i] * f[doc] - a[i] * b_grade[g0 + h]
+            k[h] -= 1
+            s -= stride[h]
+        values[t] = value
+

@@ -701,6 +701,9 @@ def _check_ranking(relevance, qid, m):
     return relevance, qid
 
 
+_MAX_MERGE_STATES = 1 << 22  # states of the grade merge per query (kern.ndcg_merge), else LSA
+
+
 class NDCG(MultivariateLoss):
     r"""Structured hinge loss of NDCG@k, per query ([TVSL10]_ App. A.3.4 eq. 28, [LS07]_).
 
@@ -736,7 +739,13 @@ class NDCG(MultivariateLoss):
     .. math:: C_{ij} = c_i f_j - a_i b_j,
 
     value :math:`c^T f(\pi) - \bar c^T f + a^T(b - b(\pi))` and score gradient
-    :math:`c(\pi^{-1}) - \bar c`; O(n^3) per query of ``n`` documents.
+    :math:`c(\pi^{-1}) - \bar c`. An optimal assignment places the documents of one grade in
+    decreasing ``f`` (swapping two of them changes only :math:`c^T f(\pi)`, and ``c``
+    decreases), so the value and gradient are computed, for all queries in one compiled pass,
+    as the best merge of the grades' sorted lists (a dynamic programme over the counts placed,
+    :math:`\prod_g (n_g + 1)` states per query; ``kern.ndcg_merge``); a query with more than
+    ``2**22`` states goes to ``linear_sum_assignment``, O(n^3). One ``X @ w`` and one
+    ``X.T @ g`` per oracle call; ``sup_subgradient`` keeps the per-query assignment (below).
 
     Erratum E4: the printed :math:`C_{ij} = c_i f_i - b_i a_j` must read :math:`c_i f_j`. A
     correction that keeps :math:`b_i a_j`, which takes eq. (28)'s :math:`a(\pi)_i = a_{\pi(i)}`
@@ -826,6 +835,24 @@ class NDCG(MultivariateLoss):
                 "document), so no query can be ranked; check relevance and qid"
             )
         self.n_queries = len(self._queries)
+        self._pack()
+
+    def _pack(self):
+        """The queries concatenated for :func:`kern.ndcg_merge`: rows, offsets, grades."""
+        qs = self._queries
+        self._rows = np.concatenate([q[0] for q in qs])
+        self._c, self._c_bar, self._a = (np.concatenate([q[i] for q in qs]) for i in (1, 2, 3))
+        self._ab = np.array([float(q[3] @ q[4]) for q in qs])
+        self._qptr = np.r_[0, np.cumsum([q[0].size for q in qs])].astype(np.int64)
+        gptr, qg, b_grade = [0], [0], []
+        for (rows, _, _, _, b), lo in zip(qs, self._qptr[:-1]):
+            starts = np.flatnonzero(np.r_[True, b[1:] != b[:-1]])  # b is constant on a grade
+            gptr.extend((lo + np.r_[starts[1:], rows.size]).tolist())
+            b_grade.extend(b[starts].tolist())
+            qg.append(qg[-1] + starts.size)
+        self._gptr = np.asarray(gptr, dtype=np.int64)
+        self._qg = np.asarray(qg, dtype=np.int64)
+        self._b_grade = np.asarray(b_grade, dtype=np.float64)
 
     def _natural_groups(self):
         """Row indices of each kept query, documents by decreasing relevance."""
@@ -852,7 +879,18 @@ class NDCG(MultivariateLoss):
     def _score_group_grad(self, f, q=None):
         values = np.empty(self.n_queries)
         g = np.zeros(self.m)
-        for t, (rows, c, c_bar, a, b) in enumerate(self._queries):
+        if q is None:  # every query in one compiled pass (a merge of its grades)
+            g_cat = np.empty(self._rows.size)
+            done = np.zeros(self.n_queries, dtype=np.bool_)
+            kern.ndcg_merge(np.ascontiguousarray(f[self._rows], dtype=np.float64), self._qptr,
+                            self._gptr, self._qg, self._b_grade, self._c, self._a, self._c_bar,
+                            self._ab, _MAX_MERGE_STATES, values, g_cat, done)
+            g[self._rows] = g_cat
+            todo = np.flatnonzero(~done)
+        else:
+            todo = range(self.n_queries)
+        for t in todo:
+            rows, c, c_bar, a, b = self._queries[t]
             values[t], g[rows] = self._query(f[rows], c, c_bar, a, b,
                                              None if q is None else q[rows])
         values /= self.n_queries
