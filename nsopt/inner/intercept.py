@@ -23,10 +23,12 @@ conjugate infinite), and a residual :math:`A_b^T\alpha` of rounding size costs o
 :math:`B` times it in the bound. Once the planes admit the equality and B exceeds the
 multiplier of the equality, the box is inactive and the master is the equality-constrained one.
 
-Backends: :class:`InterceptQP` (quadratic :math:`\Omega`, by OSQP, ``reg.inner ==
-"intercept-qp"``) and :class:`InterceptLP` (L1, by HiGHS, ``"intercept-lp"``). The
-intercepts of the next iterate are the master's own (the multipliers of the box rows in the QP,
-the LP's b columns); the reported ``dual_value`` is recomputed from the repaired multipliers.
+Backends: :class:`InterceptQP` (quadratic :math:`\Omega`, ``reg.inner == "intercept-qp"``):
+with one intercept a root finding on the intercept whose every step is the ordinary simplex
+QP at a fixed intercept, warm-started (:class:`~nsopt.inner.QPSimplex`); with several, or
+when that falls short, the box QP by Clarabel (OSQP without it). :class:`InterceptLP` (L1, by
+HiGHS, ``"intercept-lp"``). The intercepts of the next iterate are the master's own; the
+reported ``dual_value`` is recomputed from the final multipliers.
 """
 from __future__ import annotations
 
