@@ -159,10 +159,11 @@ class _LinearModel(BaseEstimator):
         if self.warm_start and state is not None and state["x"].shape == (J.dim,):
             x0 = state["x"]
             same_loss = state["fingerprint"] == fingerprint
-            # planes with an intercept: not yet (a warm-started intercept master stalled in
-            # nsopt's icpt branch, 1fad9a6..6be4b9e); the solution alone is reused then
+            # with an intercept too: the planes of the loss on (coef, intercept) are valid at
+            # any strength (the interior-point master that stalled on them, keeping every
+            # evidence-free warm plane in its support, is replaced by the warm path master)
             if (same_loss and state["planes"] is not None and "planes" in SOLVERS[method].options
-                    and "planes" not in options and not J.fit_intercept):
+                    and "planes" not in options):
                 options["planes"] = state["planes"]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
