@@ -243,7 +243,7 @@ def sweep(X, y, alphas, warm, fit_intercept=False):
 
 @pytest.mark.parametrize("fit_intercept", [False, True])
 def test_warm_start_saves_iterations_and_keeps_the_certificate(fit_intercept):
-    """Warm: the previous solution and (without an intercept) its cutting planes."""
+    """Warm: the previous solution and its cutting planes (with an intercept too)."""
     X, y = binary_data(m=400, d=20, seed=8)
     X = X + 0.5                                   # an intercept to find
     alphas = [1e-1, 3e-2, 1e-2, 3e-3, 1e-3]

@@ -18,7 +18,7 @@ backend            ``reg.inner``       method
 :class:`OSQPSimplex`   ``"qp"``        OSQP, repaired to exact feasibility
 :class:`LPSimplex`     ``"lp"``        HiGHS LP of the L1 norm, multipliers repaired to feasibility
 :class:`SmoothSimplex` ``"smooth"``    restarted FISTA with projection onto the simplex
-:class:`InterceptQP`   ``"intercept-qp"`` OSQP with the intercepts' box rows (:mod:`.intercept`)
+:class:`InterceptQP`   ``"intercept-qp"`` one intercept: the QP at fixed b, warm-started, along b; else Clarabel
 :class:`InterceptLP`   ``"intercept-lp"`` HiGHS LP with the intercept columns
 =================  ==================  =========================================================
 
