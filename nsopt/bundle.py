@@ -721,3 +721,6 @@ class _DeferredDualPoint(DualPoint):
 
     def __reduce__(self):
         return (DualPoint, (self.t, self.plane))
+
+    def resolved(self) -> DualPoint:
+        return DualPoint(self.t, self.plane)

@@ -169,6 +169,11 @@ class Evidence:
         entry, when present, is the magnitude of the slope's terms (for comparing ``a_bar``)."""
         raise NotImplementedError
 
+    def resolved(self) -> "Evidence":
+        """The evidence in its final, plain form (a solver may hold a lazy stand-in, formed
+        on first read; the certificate keeps the plain one)."""
+        return self
+
 
 @dataclass(frozen=True, eq=False)
 class DualPoint(Evidence):
@@ -690,6 +695,8 @@ class Certificate:
         attains ``upper``. Costs one :func:`fingerprint` of the problem."""
         if evidence is None or not lower > -math.inf:
             evidence, lower, source = None, -math.inf, "none"
+        if evidence is not None:
+            evidence = evidence.resolved()
         plane = evidence.plane if evidence is not None and evidence.plane is not None else (None, None)
         if sp.issparse(plane[0]):  # a solver's compact aggregate (large sparse d): dense here
             plane = (plane[0].toarray().reshape(-1), plane[1])

@@ -205,3 +205,22 @@ def test_deferred_dual_point_is_the_eager_one(method):
     res = solver.solve(J)
     assert res.success
     res.certificate.check(J)
+
+
+def test_certificate_holds_a_plain_dual_point():
+    """The lazily formed dual point reaches the certificate as a plain DualPoint (a forger's
+    ``dataclasses.replace`` works on it, and ``check`` catches the forgery)."""
+    import dataclasses
+
+    from nsopt.certificate import CertificateError, DualPoint
+
+    X, y = nsopt.datasets.make_sparse_binary(300, 20, random_state=0)
+    J = nsopt.RegularizedRisk(nsopt.losses.Hinge(X, y), lam=1e-2)
+    for method in ("bmrm", "ls-bmrm"):
+        cert = nsopt.minimize(J, method=method, rtol=1e-4).certificate
+        assert type(cert.evidence) is DualPoint
+        t = cert.evidence.t.copy()
+        t[0] = np.nan
+        bad = dataclasses.replace(cert, evidence=dataclasses.replace(cert.evidence, t=t))
+        with pytest.raises(CertificateError):
+            bad.check(J)
