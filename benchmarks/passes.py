@@ -20,6 +20,7 @@ import argparse
 import numpy as np
 
 import nsopt
+from nsopt.testing import PassCounter
 from _common import load, raw_pass_seconds
 
 RUNS = [
@@ -27,31 +28,6 @@ RUNS = [
     ("ls-bmrm plain", "ls-bmrm", {"reuse_scores": False}),
     ("bmrm", "bmrm", {}),
 ]
-
-
-class PassCounter:
-    """Count the two halves of the data passes of a loss's ``DataMatrix`` (``dot``: X w,
-    ``rdot``: X^T g), by wrapping the instance's methods (the loss is unchanged otherwise)."""
-
-    def __init__(self, data):
-        self.dots = self.rdots = 0
-        dot, rdot = data.dot, data.rdot
-
-        def counted_dot(w):
-            self.dots += 1
-            return dot(w)
-
-        def counted_rdot(g):
-            self.rdots += 1
-            return rdot(g)
-
-        data.dot, data.rdot = counted_dot, counted_rdot
-
-    def passes(self) -> float:
-        return 0.5 * (self.dots + self.rdots)
-
-    def reset(self):
-        self.dots = self.rdots = 0
 
 
 def measure(J, method, opts, rtol, max_time, raw, counter, repeat=1):

@@ -51,6 +51,7 @@ __all__ = [
     "random_regularized_risk",
     "piecewise_linear_max",
     "PiecewiseLinearMax",
+    "PassCounter",
 ]
 
 
@@ -762,3 +763,39 @@ def _check_minimize(line, w, p, hi, eta, pn, rtol):
     if phi > vals[j] + rtol * (1.0 + abs(vals[j])):
         raise _fail("minimize: no worse than a grid on the bracket", w, p, hi=hi, result=eta,
                     value=phi, grid_eta=float(grid[j]), grid_value=float(vals[j]))
+
+
+class PassCounter:
+    """Count the data passes of a linear-model loss: wraps the instance methods ``dot``
+    (:math:`Xw`) and ``rdot`` (:math:`X^Tg`) of its ``DataMatrix`` (``loss.data``) and
+    counts each call as half a pass (the loss is otherwise unchanged).
+
+    >>> import nsopt
+    >>> X, y = nsopt.datasets.make_sparse_binary(100, 10, random_state=0)
+    >>> loss = nsopt.losses.Hinge(X, y)
+    >>> counter = PassCounter(loss.data)
+    >>> _ = loss.value_and_subgradient(np.zeros(10))
+    >>> counter.passes()
+    1.0
+    """
+
+    def __init__(self, data):
+        self.dots = self.rdots = 0
+        dot, rdot = data.dot, data.rdot
+
+        def counted_dot(w):
+            self.dots += 1
+            return dot(w)
+
+        def counted_rdot(g):
+            self.rdots += 1
+            return rdot(g)
+
+        data.dot, data.rdot = counted_dot, counted_rdot
+
+    def passes(self) -> float:
+        """Passes so far: (calls of ``dot`` + calls of ``rdot``) / 2."""
+        return 0.5 * (self.dots + self.rdots)
+
+    def reset(self):
+        self.dots = self.rdots = 0

@@ -10,15 +10,7 @@ da = pytest.importorskip("dask.array")
 import nsopt  # noqa: E402
 import nsopt.distributed as nd  # noqa: E402
 
-
-@pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
-                                       dashboard_address=None)
-    c = distributed.Client(cluster)
-    yield c
-    c.close()
-    cluster.close()
+from test_distributed import client  # noqa: E402,F401  (a LocalCluster of 2 processes)
 
 
 @pytest.fixture(scope="module")

@@ -17,6 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import nsopt
+from nsopt.testing import PassCounter
 from nsopt.losses import Hinge, Logistic, SquaredHinge
 from nsopt.oracle import CountingOracle
 from nsopt.solvers import BMRM, LSBMRM
@@ -86,22 +87,6 @@ def test_whole_runs_certify_the_same_optimum(sparse, loss, fit_intercept):
 
 
 # ------------------------------------------------------------------- data passes counted
-class _Counter:
-    def __init__(self, data):
-        self.dots = self.rdots = 0
-        dot, rdot = data.dot, data.rdot
-
-        def counted_dot(w):
-            self.dots += 1
-            return dot(w)
-
-        def counted_rdot(g):
-            self.rdots += 1
-            return rdot(g)
-
-        data.dot, data.rdot = counted_dot, counted_rdot
-
-
 @pytest.mark.parametrize("fit_intercept", [False, True])
 @pytest.mark.parametrize("reuse", [True, False])
 def test_one_pass_per_iteration(fit_intercept, reuse):
@@ -109,7 +94,7 @@ def test_one_pass_per_iteration(fit_intercept, reuse):
     ``X^T g`` (the new plane); without it, ``X w`` three times (query, line start, line
     direction; two when the master point is the best point and there is no line)."""
     J = _problem(True, Hinge, fit_intercept, seed=2, m=150, d=12, lam=1e-3)
-    counter = _Counter(J.base_loss.data)
+    counter = PassCounter(J.base_loss.data)
     seen = []
     for s in LSBMRM(reuse_scores=reuse, max_iter=12, rtol=1e-12).iterate(J):
         seen.append((counter.dots, counter.rdots, s))
