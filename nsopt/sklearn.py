@@ -159,11 +159,12 @@ class _LinearModel(BaseEstimator):
         if self.warm_start and state is not None and state["x"].shape == (J.dim,):
             x0 = state["x"]
             same_loss = state["fingerprint"] == fingerprint
-            # with an intercept too: the planes of the loss on (coef, intercept) are valid at
-            # any strength (the interior-point master that stalled on them, keeping every
-            # evidence-free warm plane in its support, is replaced by the warm path master)
+            # with one intercept too: the planes of the loss on (coef, intercept) are valid at
+            # any strength. Several intercepts (multiclass) still have the interior-point
+            # master, which can keep every evidence-free warm plane in its support so that no
+            # bound is proven (the stall of nsopt's icpt branch): the solution alone then
             if (same_loss and state["planes"] is not None and "planes" in SOLVERS[method].options
-                    and "planes" not in options):
+                    and "planes" not in options and J.n_intercepts <= 1):
                 options["planes"] = state["planes"]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)

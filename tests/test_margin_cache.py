@@ -209,3 +209,19 @@ def test_certificate_holds_a_plain_dual_point():
         bad = dataclasses.replace(cert, evidence=dataclasses.replace(cert.evidence, t=t))
         with pytest.raises(CertificateError):
             bad.check(J)
+
+
+def test_a_long_step_on_a_tiny_direction_reads_the_data_again():
+    """Explore find: w_t equal to w_b up to 1e-16, the exact line step 3.5e13. The kept scores'
+    difference is then rounding, which such a step multiplies; the line is taken afresh from
+    the data instead, and the run stays truthful (fun is J at x, certified)."""
+    X = np.array([[0, 1, 0, 0, 0], [1, 0, 1, 1, 0], [1, 1, 0, 1, 0], [0, 0, 0, 0, 0],
+                  [0, 0, 0, 0, 1], [1, 0, 0, 1, 1], [1, 0, 0, 1, 1], [0, 0, 0, 0, 0]], float)
+    y = np.array([-1.0, -1, 1, -1, 1, -1, 1, -1])
+    J = nsopt.RegularizedRisk(Hinge(X, y), nsopt.regularizers.L2(), 1e-4)
+    cached = nsopt.minimize(J, method="ls-bmrm", max_iter=300)
+    plain = nsopt.minimize(J, method="ls-bmrm", max_iter=300, reuse_scores=False)
+    for res in (cached, plain):
+        assert res.status is nsopt.Status.CONVERGED
+        assert res.fun == J.value(res.x)
+    assert cached.fun == pytest.approx(plain.fun, rel=1e-12)

@@ -26,6 +26,21 @@ from ._registry import register
 from ..linesearch import exact_line_search
 
 
+#: a step on kept scores may amplify their rounding to this much of their size (relative)
+_SCORES_RTOL = 1e-13
+
+
+def _amplified(eta, f_t, f_b) -> bool:
+    r"""Whether the step ``eta`` on the line of kept scores :math:`f_b + \eta (f_t - f_b)`
+    amplifies the rounding of :math:`f_t - f_b` (about :math:`4\epsilon(|f_t| + |f_b|)`
+    per entry) beyond :data:`_SCORES_RTOL` of the scores' size (found by hypothesis: a step
+    of 3.5e13 along a direction of size 1e-16 moved the kept scores by 7.5e-3)."""
+    if not (math.isfinite(eta) and eta > 1.0) or f_b.size == 0:
+        return False
+    size = float(np.max(np.abs(f_t))) + float(np.max(np.abs(f_b)))
+    return eta * 4.0 * np.finfo(np.float64).eps * size > _SCORES_RTOL * (1.0 + size)
+
+
 @register
 class LSBMRM(Solver):
     r"""BMRM with a line search between the best point and the master minimiser.
@@ -161,19 +176,28 @@ class LSBMRM(Solver):
         if self.line_search:                                             # l. 7-8
             d = w_t - w_b
             if np.any(d):
+                q = None
                 if f_b is None:
                     line = problem.restrict(w_b, d)
                 else:  # the line's scores f_b + eta q: no data pass
                     q = f_t - f_b
                     line = problem.restrict_scores(w_b, d, f_b, q)
                 eta = exact_line_search(line, lo=0.0).eta
+                if f_b is not None and _amplified(eta, f_t, f_b):
+                    # q = f_t - f_b carries rounding of f's size (cancellation when w_t is
+                    # near w_b) and a long step multiplies it: this line afresh from the data
+                    f_b, q = None, None
+                    line = problem.restrict(w_b, d)
+                    eta = exact_line_search(line, lo=0.0).eta
                 if math.isfinite(eta) and eta > 0:
                     fun_new = line.value(eta)
                     if fun_new < fun_b:  # w_b + eta d, with no d-sized temporary
                         w_new = np.multiply(d, eta, out=d)
                         w_b, fun_b = freeze(np.add(w_new, w_b, out=w_new)), fun_new
-                        if f_b is not None:  # the same combination of the scores
+                        if q is not None:  # the same combination of the scores
                             f_b = np.add(np.multiply(q, eta, out=q), f_b, out=q)
+                if f_b is None and f_t is not None:  # the fresh line: w_b's scores again
+                    f_b = self._scores(problem, w_b)
                 del d, line  # no longer needed (d's buffer may now be w_b's)
             else:
                 eta = 0.0

@@ -62,6 +62,12 @@ def binary_feature_hinge(draw):
 @given(J=binary_feature_hinge())
 @example(J=nsopt.RegularizedRisk(Hinge(np.ones((1, 1)), np.ones(1)), R.L2(), 1e-3))
 @example(J=nsopt.RegularizedRisk(Hinge(np.eye(2), np.array([1.0, -1.0])), R.L2(), 1e-6))
+# explore find (seed 24390): ls-bmrm's kept scores took a step of 3.5e13 along a direction
+# of size 1e-16, their rounding with it ("nonconvex", fun != J(x))
+@example(J=nsopt.RegularizedRisk(Hinge(
+    np.array([[0, 1, 0, 0, 0], [1, 0, 1, 1, 0], [1, 1, 0, 1, 0], [0, 0, 0, 0, 0],
+              [0, 0, 0, 0, 1], [1, 0, 0, 1, 1], [1, 0, 0, 1, 1], [0, 0, 0, 0, 0]], float),
+    np.array([-1.0, -1, 1, -1, 1, -1, 1, -1])), R.L2(), 1e-4))
 def test_default_call_on_binary_features_is_truthful(method, J):
     # found on main: "tol must be >= 0, got -5.55e-19" (the bound met the best value to
     # rounding), and lower_bound > fun by up to 5.6e-16
