@@ -181,6 +181,301 @@ def _epochs(kind, indptr, indices, data, y, scale, qa, t, tc, w, index, shrink, 
     return n_active, work
 
 
+@njit(cache=True)
+def _dphi(kind, t, tc):
+    r""":math:`\varphi'(t)` of the dual term :math:`\varphi(t) = l^*(-yt, y)`: hinge -1, squared
+    hinge :math:`t - 1`, logistic :math:`\log(t / (1 - t))` (``tc = 1 - t`` kept apart)."""
+    if kind == 0:
+        return -1.0
+    if kind == 1:
+        return t - 1.0
+    return math.log(t) - math.log(tc)
+
+
+@njit(cache=True)
+def _is_up(kind, yi, ti):
+    """Whether :math:`t_i` may move by :math:`+y_i` (the first member of a pair)."""
+    if kind == 2:
+        return True
+    if yi > 0:
+        return kind == 1 or ti < 1.0
+    return ti > 0.0
+
+
+@njit(cache=True)
+def _is_low(kind, yi, ti):
+    """Whether :math:`t_i` may move by :math:`-y_i` (the second member of a pair)."""
+    if kind == 2:
+        return True
+    if yi > 0:
+        return ti > 0.0
+    return kind == 1 or ti < 1.0
+
+
+@njit(cache=True)
+def _offer(cand, side, i, si, cache, kind, y, t):
+    """Keep ``i`` (score ``si``) among the candidates of ``side`` (0: the smallest scores of the
+    up set, 1: the largest of the low set): into a free slot (empty, or holding an example no
+    longer in the set), else in place of the weakest if ``si`` beats it."""
+    free, weak, weak_val = -1, -1, 0.0
+    for k in range(cand.shape[1]):
+        j = cand[side, k]
+        if j == i:
+            return
+        if j < 0 or not (_is_up(kind, y[j], t[j]) if side == 0 else _is_low(kind, y[j], t[j])):
+            free = k
+            continue
+        v = cache[j]
+        if weak < 0 or (v > weak_val if side == 0 else v < weak_val):
+            weak, weak_val = k, v
+    if free >= 0:
+        cand[side, free] = i
+    elif weak >= 0 and (si < weak_val if side == 0 else si > weak_val):
+        cand[side, weak] = i
+
+
+@njit(cache=True)
+def _best(cand, side, i, cache, kind, y, t):
+    """The candidate of ``side`` other than ``i`` with the most extreme cached score (-1: none)."""
+    best, best_val = -1, 0.0
+    for k in range(cand.shape[1]):
+        j = cand[side, k]
+        if j < 0 or j == i:
+            continue
+        if not (_is_up(kind, y[j], t[j]) if side == 0 else _is_low(kind, y[j], t[j])):
+            continue
+        v = cache[j]
+        if best < 0 or (v < best_val if side == 0 else v > best_val):
+            best, best_val = j, v
+    return best
+
+
+@njit(cache=True)
+def _pair_logistic(ya, yb, ta, tca, tb, tcb, ca, cb, base, h, u_max):
+    r"""The step :math:`u \in (0, u_{max})` of a logistic pair: the root of the increasing
+    :math:`F'(u) = base + h u + y_a\varphi'(t_a + y_a u/c_a) - y_b\varphi'(t_b - y_b u/c_b)`
+    (:math:`F'(0) < 0`), by Newton safeguarded by bisection on the bracket; a trial point that
+    leaves the open box counts as :math:`F' = +\infty`. Returns the last point known to have
+    :math:`F' \le 0` unless the last Newton point solved :math:`F' = 0` to rounding."""
+    lo, hi = 0.0, u_max
+    u = 0.0
+    for _ in range(60):
+        da, db = ya * u / ca, -yb * u / cb
+        na, nca, nb, ncb = ta + da, tca - da, tb + db, tcb - db
+        if na <= 0.0 or nca <= 0.0 or nb <= 0.0 or ncb <= 0.0:
+            hi = u
+            u = 0.5 * (lo + hi)
+            if hi - lo <= 1e-16 * hi:
+                break
+            continue
+        g = (base + h * u + ya * (math.log(na) - math.log(nca))
+             - yb * (math.log(nb) - math.log(ncb)))
+        if g <= 0.0:
+            lo = u
+        else:
+            hi = u
+        if abs(g) <= 1e-12 * (1.0 + abs(base)):
+            return u
+        dg = h + 1.0 / (ca * na * nca) + 1.0 / (cb * nb * ncb)
+        un = u - g / dg
+        if not (lo < un < hi):
+            un = 0.5 * (lo + hi)
+        if un == u or hi - lo <= 1e-16 * hi:
+            break
+        u = un
+    return lo
+
+
+@njit(cache=True)
+def _pair_epochs(kind, indptr, indices, data, y, c, sq, lam, t, tc, w, index, shrink, n_epochs,
+                 rng, cache, cand, scratch):
+    r"""``n_epochs`` passes of pair coordinate descent on the dual with the equality
+    :math:`\sum_i c_i y_i t_i = 0` (a free intercept); returns the number of active examples
+    and the nonzeros visited.
+
+    A pair (a, b) moves :math:`t_a \mathrel{+}= y_a u/c_a`, :math:`t_b \mathrel{-}= y_b u/c_b`
+    (the equality is kept) and :math:`w \mathrel{+}= (u/\lambda)(x_a - x_b)`; the dual's
+    derivative along it is :math:`s_a - s_b` with the scores :math:`s_i = \langle x_i,
+    w\rangle + y_i\varphi'(t_i)`. The visited example ``i`` (a random order per pass) is paired
+    with the candidate of the opposite set (``cand``: the few up-set examples with the
+    smallest cached scores, low-set ones with the largest) that violates the optimality
+    :math:`\min_{up} s \ge \max_{low} s` most with it. ``cache`` holds the last scores seen,
+    ``scratch`` is a zero vector of length d (the visited row scattered in it gives
+    :math:`\langle x_a, x_b\rangle` in the partner's pass). ``shrink``: as :func:`_epochs`,
+    with :math:`\max_{low} s` and :math:`\min_{up} s` of the last pass as the thresholds.
+    """
+    n_all = index.shape[0]
+    work = 0
+    n_active = int(shrink[0])
+    low_max_old, up_min_old, eps = shrink[1], shrink[2], shrink[3]
+    use = shrink[4] != 0.0 and kind != 2
+    upper = 1.0 if kind != 1 else np.inf
+    inv_lam = 1.0 / lam
+    for _ in range(n_epochs):
+        low_max, up_min = -np.inf, np.inf
+        _shuffle(index, n_active, rng)
+        s = 0
+        while s < n_active:
+            i = index[s]
+            start, end = indptr[i], indptr[i + 1]
+            work += end - start
+            wx_i = 0.0
+            for k in range(start, end):
+                wx_i += data[k] * w[indices[k]]
+            s_i = wx_i + y[i] * _dphi(kind, t[i], tc[i])
+            cache[i] = s_i
+            up_i, low_i = _is_up(kind, y[i], t[i]), _is_low(kind, y[i], t[i])
+            if use and up_i and not low_i and s_i > low_max_old:
+                n_active -= 1
+                index[s], index[n_active] = index[n_active], index[s]
+                continue
+            if use and low_i and not up_i and s_i < up_min_old:
+                n_active -= 1
+                index[s], index[n_active] = index[n_active], index[s]
+                continue
+            if up_i:
+                up_min = min(up_min, s_i)
+                _offer(cand, 0, i, s_i, cache, kind, y, t)
+            if low_i:
+                low_max = max(low_max, s_i)
+                _offer(cand, 1, i, s_i, cache, kind, y, t)
+            s += 1
+            # the partner: the candidate most violating optimality with i
+            j_low = _best(cand, 1, i, cache, kind, y, t) if up_i else -1
+            j_up = _best(cand, 0, i, cache, kind, y, t) if low_i else -1
+            v_low = cache[j_low] - s_i if j_low >= 0 else 0.0
+            v_up = s_i - cache[j_up] if j_up >= 0 else 0.0
+            if v_low <= 1e-12 and v_up <= 1e-12:
+                continue
+            p = j_low if v_low >= v_up else j_up
+            i_is_a = v_low >= v_up
+            # the row of i in scratch; the partner's pass gives <x_p, w> and <x_i, x_p>
+            for k in range(start, end):
+                scratch[indices[k]] += data[k]
+            ps, pe = indptr[p], indptr[p + 1]
+            work += pe - ps
+            wx_p, xip = 0.0, 0.0
+            for k in range(ps, pe):
+                wx_p += data[k] * w[indices[k]]
+                xip += data[k] * scratch[indices[k]]
+            s_p = wx_p + y[p] * _dphi(kind, t[p], tc[p])
+            cache[p] = s_p
+            if i_is_a:
+                a, b, wx_a, wx_b, s_a, s_b = i, p, wx_i, wx_p, s_i, s_p
+            else:
+                a, b, wx_a, wx_b, s_a, s_b = p, i, wx_p, wx_i, s_p, s_i
+            viol = s_b - s_a
+            u = 0.0
+            if viol > 1e-12:
+                ya, yb, ca, cb = y[a], y[b], c[a], c[b]
+                cap_a = ca * (upper - t[a]) if ya > 0 else ca * t[a]
+                cap_b = cb * t[b] if yb > 0 else cb * (upper - t[b])
+                u_max = min(cap_a, cap_b)
+                h = max(sq[a] + sq[b] - 2.0 * xip, 0.0) * inv_lam
+                if kind == 2:
+                    u = _pair_logistic(ya, yb, t[a], tc[a], t[b], tc[b], ca, cb,
+                                       wx_a - wx_b, h, u_max)
+                else:
+                    if kind == 1:
+                        h += 1.0 / ca + 1.0 / cb
+                    u = viol / h if h > 0.0 else np.inf
+                    if u >= u_max:
+                        u = u_max
+                if u > 0.0 and math.isfinite(u):
+                    da, db = ya * u / ca, -yb * u / cb
+                    t[a] += da
+                    tc[a] -= da
+                    t[b] += db
+                    tc[b] -= db
+                    if kind != 2:  # a clipped step lands exactly on the bound
+                        if u == cap_a:
+                            t[a] = upper if ya > 0 else 0.0
+                        if u == cap_b:
+                            t[b] = 0.0 if yb > 0 else upper
+                        for q in (a, b):
+                            t[q] = min(max(t[q], 0.0), upper)
+                    step = u * inv_lam
+                    sa_ = 1.0 if a == i else -1.0  # the sign of i's row in the step
+                    for k in range(start, end):
+                        w[indices[k]] += sa_ * step * data[k]
+                    for k in range(ps, pe):
+                        w[indices[k]] -= sa_ * step * data[k]
+                    cache[a] = wx_a + step * (sq[a] - xip) + ya * _dphi(kind, t[a], tc[a])
+                    cache[b] = wx_b + step * (xip - sq[b]) + yb * _dphi(kind, t[b], tc[b])
+                else:
+                    u = 0.0
+            for k in range(start, end):
+                scratch[indices[k]] = 0.0
+            work += 2 * (end - start) + (pe - ps if u > 0.0 else 0)
+        if not use:
+            continue
+        if low_max - up_min <= eps:
+            if n_active == n_all:
+                eps *= 0.1
+            n_active = n_all
+            low_max_old, up_min_old = np.inf, -np.inf
+            continue
+        low_max_old = low_max if low_max > up_min else np.inf
+        up_min_old = up_min if low_max > up_min else -np.inf
+    shrink[0], shrink[1], shrink[2], shrink[3] = n_active, low_max_old, up_min_old, eps
+    return n_active, work
+
+
+#: candidates kept per side for the partner of a pair (measured: see the class's Notes)
+_N_CANDIDATES = 8
+
+
+class _Work(NamedTuple):
+    """The kernel and its arrays, mutated in place across steps."""
+    kernel: object      # _epochs or _pair_epochs
+    args: tuple         # its arguments before (n_epochs, rng)
+    rng: np.ndarray     # the permutations' random state
+    tail: tuple         # its arguments after rng (pairs: cache, candidates, scratch)
+    w: np.ndarray       # w(t), kept by the epochs
+    nnz: int            # nonzeros of X (the default check period is three times this)
+    t: np.ndarray       # the dual point
+    tc: np.ndarray      # 1 - t (logistic)
+
+
+def _balance(t, c, y):
+    r"""Repair ``t`` (in its box) in place onto :math:`\sum_i c_i y_i t_i = 0`: the class with
+    the excess is scaled down by the factor that removes it exactly (in real arithmetic; what
+    rounding leaves costs the certificate :math:`B|r|`). Scaling toward 0 keeps the box and
+    keeps logistic entries inside (0, 1)."""
+    cy = c * y
+    r = float(cy @ t)
+    if r == 0.0:
+        return
+    side = y > 0 if r > 0 else y < 0
+    mass = float(c[side] @ t[side])
+    if mass > 0.0:
+        t[side] *= max(1.0 - abs(r) / mass, 0.0)
+
+
+def _with_best_intercept(problem, w):
+    r"""``(x, scores)``: ``x = (w, b)`` with b a minimiser of the convex :math:`b \mapsto
+    R(w, b)` (the regularizer does not see b), by the loss's exact line search along the
+    intercept axis (breakpoints for the hinge, pieces for the squared hinge, bisection on the
+    derivative for the logistic), from the scores :math:`Xw` (half a data pass)."""
+    loss, risk = problem.loss, problem.problem
+    x = risk.join(w, 0.0)
+    e = risk.join(np.zeros(w.size), 1.0)
+    f = problem.scores(x)
+    if f is None or not getattr(loss, "scores_supported", False):
+        line, f = loss.restrict(x, e), None
+    else:
+        line = loss.restrict_scores(f, np.ones(f.size))
+    if line.derivative(0.0, 1) < 0:
+        b = line.minimize(0.0, math.inf)
+    else:
+        back = loss.restrict(x, -e) if f is None else loss.restrict_scores(f, -np.ones(f.size))
+        b = -back.minimize(0.0, math.inf) if back.derivative(0.0, 1) < 0 else 0.0
+    if not math.isfinite(b):  # pragma: no cover - both classes present: R grows both ways
+        raise FloatingPointError(f"the best intercept at w(t) is {b}")
+    x[-1] = b
+    return x, (None if f is None else f + b)
+
+
 _OTHERS = "'ls-bmrm', 'bmrm' or 'proximal-bundle'"
 _PROBE = np.array([0.0, 0.125, 0.25, 0.5, 0.75, 1.0])
 #: the kernel's kinds, known by their dual: (dual_upper, t -> l^*(-y t, y)); a margin loss is
@@ -311,13 +606,11 @@ class DCD(Solver):
         reason = super().unsupported_reason(problem)
         if reason is not None:
             return reason
-        if problem.fit_intercept:
-            return (f"method {cls.name!r} does not fit an intercept (its dual would carry the "
-                    f"equality sum_i c_i y_i t_i = 0, which single-coordinate steps cannot keep); "
-                    f"add a constant feature to X, or use {_OTHERS}")
-        if not problem.reg.self_conjugate:
-            return (f"method {cls.name!r} needs the L2 regularizer (lam/2)||w||^2, got "
-                    f"{type(problem.reg).__name__}; use {_OTHERS}, which take any regularizer")
+        reg = problem.base_reg if problem.fit_intercept else problem.reg
+        if not reg.self_conjugate:
+            what = " on the coefficients (with or without an intercept)" if problem.fit_intercept else ""
+            return (f"method {cls.name!r} needs the L2 regularizer (lam/2)||w||^2{what}, got "
+                    f"{type(reg).__name__}; use {_OTHERS}, which take any regularizer")
         if _kind(problem.loss) is None:
             return (f"method {cls.name!r} needs a Hinge, SquaredHinge or Logistic loss (a margin "
                     f"loss whose conjugate it steps along), got {type(problem.loss).__name__}; "
@@ -325,68 +618,101 @@ class DCD(Solver):
         return None
 
     class State(NamedTuple):
-        w: np.ndarray              # w(t) at the last check (the point evaluated)
+        w: np.ndarray              # x = w(t) (and b) at the last check (the point evaluated)
         t: np.ndarray              # the dual point, updated in place by the epochs
         lower_bound: float         # D(t) at the best check: a valid lower bound on J*
         evidence: object           # its proof: DualPoint(t) (a copy)
         epochs: int                # passes made
         n_active: int              # examples not shrunk
-        work: tuple                # the kernel's arrays (mutated in place across steps)
+        work: "_Work"              # the kernel and its arrays (mutated in place across steps)
 
     # ------------------------------------------------------------------------------------
     def init(self, problem, x0):
         problem.evaluate(x0)                           # the fallback answer: J(x0)
         loss, lam = problem.loss, problem.lam
+        risk = problem.problem                         # behind the loop's counting wrapper
         kind = _kind(loss)
-        m, d = loss.m, loss.dim
-        dm = loss.data
+        m = loss.m
+        d = loss.dim - risk.n_intercepts
+        dm = risk.base_loss.data if risk.fit_intercept else loss.data
         # dense rows are copied to CSR once (1.5x their memory): one kernel, no branch per row
         csr = dm.csr if dm.sparse else sp.csr_matrix(np.asarray(dm.X, dtype=np.float64))
         sq = np.asarray(csr.multiply(csr).sum(axis=1), dtype=np.float64).reshape(-1)
-        c, y = loss.c, loss.y
+        c, y = loss.c, np.ascontiguousarray(loss.y, dtype=np.float64)
         index = np.flatnonzero(c > 0).astype(np.int64)
         t = np.zeros(m)
         tc = np.ones(m)
-        if kind == 2:
-            t[index], tc[index] = 1e-8, 1.0 - 1e-8
         shrink = np.array([index.size, math.inf, -math.inf, 1.0, float(self.shrinking)])
         seed = (self.random_state * 0x9E3779B97F4A7C15 + 0x2545F4914F6CDD1D) % 2**64
         rng = np.array([seed or 1], dtype=np.uint64)
-        work = (kind, csr.indptr, csr.indices, csr.data,
-                np.ascontiguousarray(y, dtype=np.float64), c * y / lam, c * sq / lam,
-                t, tc, np.zeros(d), index, shrink, rng)
+        w = np.zeros(d)
+        if not risk.fit_intercept:
+            if kind == 2:
+                t[index], tc[index] = 1e-8, 1.0 - 1e-8
+            kernel = _epochs
+            args = (kind, csr.indptr, csr.indices, csr.data, y, c * y / lam, c * sq / lam,
+                    t, tc, w, index, shrink)
+            tail = ()
+        else:
+            pos, neg = float(c[y > 0].sum()), float(c[y < 0].sum())
+            if kind == 2 and (pos == 0.0 or neg == 0.0):
+                raise ValueError(
+                    "the logistic loss with fit_intercept=True has no minimiser when every "
+                    "example of positive weight has the same label (the intercept runs to "
+                    f"{'+' if neg == 0.0 else '-'}inf and J to its infimum 0): give examples "
+                    "of both classes, or fit_intercept=False")
+            if kind == 2:  # inside (0, 1) and on the equality: c_i t_i = 1e-8 (pos + neg) / 2
+                t[index] = 0.5e-8 * (pos + neg) / np.where(y[index] > 0, pos, neg)
+                tc[index] = 1.0 - t[index]
+            kernel = _pair_epochs
+            args = (kind, csr.indptr, csr.indices, csr.data, y, np.asarray(c, dtype=np.float64),
+                    sq, float(lam), t, tc, w, index, shrink)
+            tail = (np.zeros(m), np.full((2, _N_CANDIDATES), -1, dtype=np.int64), np.zeros(d))
+        work = _Work(kernel, args, rng, tail, w, max(int(csr.indptr[-1]), 1), t, tc)
         empty = self.State(w=None, t=t, lower_bound=-math.inf, evidence=None, epochs=0,
                            n_active=index.size, work=work)
         return self._check(problem, empty, evaluate=False)
 
     def step(self, problem, s):
-        args, rng = s.work[:12], s.work[12]
+        wk = s.work
         if self.check_every is not None:
-            n_active, _ = _epochs(*args, self.check_every, rng)
+            n_active, _ = wk.kernel(*wk.args, self.check_every, wk.rng, *wk.tail)
             n = self.check_every
         else:  # epochs until their nonzeros visited reach those of a check's three passes
-            need, n = max(3 * int(s.work[1][-1]), 1), 0
+            need, n = 3 * wk.nnz, 0
             while need > 0:
-                n_active, visited = _epochs(*args, 1, rng)
+                n_active, visited = wk.kernel(*wk.args, 1, wk.rng, *wk.tail)
                 need -= max(visited, 1)
                 n += 1
         return self._check(problem, s._replace(epochs=s.epochs + n, n_active=int(n_active)))
 
     def _check(self, problem, s, evaluate=True):
-        """The bound of ``t`` made exactly feasible, ``w(t)`` reset from it and valued."""
+        """The bound of ``t`` made exactly feasible, ``w(t)`` reset from it and valued (with an
+        intercept: the best intercept for that ``w``)."""
         loss, lam = problem.loss, problem.lam
+        fit_intercept = problem.problem.fit_intercept
+        wk = s.work
         t = np.clip(s.t, 0.0, loss.dual_upper)             # a copy: the evidence's own
+        if fit_intercept:
+            _balance(t, loss.c, loss.y)
+            # the running point takes the repair too (it moves by rounding only)
+            np.add(wk.tc, s.t - t, out=wk.tc)
+            s.t[:] = t
         a, b = loss.dual_plane(t)
-        lower = b - scaled_conjugate(problem.reg, a, lam)
-        w_run = s.work[9]
-        np.multiply(a, -1.0 / lam, out=w_run)              # w(t), without the epochs' drift
-        w = w_run.copy()
-        if evaluate:
-            problem.evaluate(w)                            # the loop keeps the best value
+        lower = b - scaled_conjugate(problem.reg, a, lam)  # with an intercept: - B |a_b|
+        w_run = wk.w
+        np.multiply(a[:w_run.size], -1.0 / lam, out=w_run)  # w(t), without the epochs' drift
+        x = w_run.copy()
+        if fit_intercept:
+            x, scores = _with_best_intercept(problem, x)
+            if evaluate:
+                problem.evaluate(x, scores=scores)       # the loop keeps the best value
+        elif evaluate:
+            problem.evaluate(x)
         if lower >= s.lower_bound:
-            return s._replace(w=w, lower_bound=float(lower),
+            return s._replace(w=x, lower_bound=float(lower),
                               evidence=DualPoint(t, plane=(a, float(b))))
-        return s._replace(w=w)
+        return s._replace(w=x)
 
     def info(self, s):
         return {"epochs": s.epochs, "n_active": s.n_active}
