@@ -108,8 +108,8 @@ def test_runs_are_reproducible_and_seeded():
 
 @pytest.mark.parametrize("make,what", [
     (lambda X, y: nsopt.RegularizedRisk(L.Hinge(X, y), R.L1(), 1e-2), "L2 regularizer"),
-    (lambda X, y: nsopt.RegularizedRisk(L.Hinge(X, y), R.L2(), 1e-2, fit_intercept=True),
-     "intercept"),
+    (lambda X, y: nsopt.RegularizedRisk(L.Hinge(X, y), R.L1(), 1e-2, fit_intercept=True),
+     "L2 regularizer (lam/2)||w||^2 on the coefficients (with or without an intercept)"),
     (lambda X, y: nsopt.RegularizedRisk(L.Huber(X, y), R.L2(), 1e-2), "Hinge, SquaredHinge or Logistic"),
     (lambda X, y: nsopt.RegularizedRisk(L.Exponential(X, y), R.L2(), 1e-2),
      "Hinge, SquaredHinge or Logistic"),
