@@ -320,16 +320,16 @@ def _pair_epochs(kind, indptr, indices, data, y, c, sq, lam, t, tc, w, index, sh
             start, end = indptr[i], indptr[i + 1]
             work += end - start
             wx_i = 0.0
-            for k in range(start, end):
+            for k in range(start, end):       # <x_i, w>, and the row of i into scratch
                 wx_i += data[k] * w[indices[k]]
+                scratch[indices[k]] += data[k]
             s_i = wx_i + y[i] * _dphi(kind, t[i], tc[i])
             cache[i] = s_i
             up_i, low_i = _is_up(kind, y[i], t[i]), _is_low(kind, y[i], t[i])
-            if use and up_i and not low_i and s_i > low_max_old:
-                n_active -= 1
-                index[s], index[n_active] = index[n_active], index[s]
-                continue
-            if use and low_i and not up_i and s_i < up_min_old:
+            if use and ((up_i and not low_i and s_i > low_max_old)
+                        or (low_i and not up_i and s_i < up_min_old)):
+                for k in range(start, end):
+                    scratch[indices[k]] = 0.0
                 n_active -= 1
                 index[s], index[n_active] = index[n_active], index[s]
                 continue
@@ -346,12 +346,12 @@ def _pair_epochs(kind, indptr, indices, data, y, c, sq, lam, t, tc, w, index, sh
             v_low = cache[j_low] - s_i if j_low >= 0 else 0.0
             v_up = s_i - cache[j_up] if j_up >= 0 else 0.0
             if v_low <= 1e-12 and v_up <= 1e-12:
+                for k in range(start, end):
+                    scratch[indices[k]] = 0.0
                 continue
             p = j_low if v_low >= v_up else j_up
             i_is_a = v_low >= v_up
-            # the row of i in scratch; the partner's pass gives <x_p, w> and <x_i, x_p>
-            for k in range(start, end):
-                scratch[indices[k]] += data[k]
+            # the partner's pass gives <x_p, w> and <x_i, x_p> (the row of i is in scratch)
             ps, pe = indptr[p], indptr[p + 1]
             work += pe - ps
             wx_p, xip = 0.0, 0.0
@@ -398,15 +398,18 @@ def _pair_epochs(kind, indptr, indices, data, y, c, sq, lam, t, tc, w, index, sh
                     sa_ = 1.0 if a == i else -1.0  # the sign of i's row in the step
                     for k in range(start, end):
                         w[indices[k]] += sa_ * step * data[k]
+                        scratch[indices[k]] = 0.0
                     for k in range(ps, pe):
                         w[indices[k]] -= sa_ * step * data[k]
                     cache[a] = wx_a + step * (sq[a] - xip) + ya * _dphi(kind, t[a], tc[a])
                     cache[b] = wx_b + step * (xip - sq[b]) + yb * _dphi(kind, t[b], tc[b])
                 else:
                     u = 0.0
-            for k in range(start, end):
-                scratch[indices[k]] = 0.0
-            work += 2 * (end - start) + (pe - ps if u > 0.0 else 0)
+            if u > 0.0:
+                work += (end - start) + (pe - ps)
+            else:
+                for k in range(start, end):
+                    scratch[indices[k]] = 0.0
         if not use:
             continue
         if low_max - up_min <= eps:
