@@ -12,6 +12,12 @@ and :math:`D(t) \le J^* \le J(w(t))` for every feasible ``t``. Coordinate ascent
 :math:`t_i` at a time is a one-dimensional problem with a closed form (hinge, squared hinge) or
 a short Newton solve (logistic), at the cost of two sparse row operations
 (:math:`\langle x_i, w\rangle` and :math:`w \mathrel{+}= \delta x_i`).
+
+With a free intercept :math:`b` (``fit_intercept=True``) the dual gains the equality
+:math:`\sum_i c_i y_i t_i = 0` (b is its multiplier), which single coordinates cannot keep:
+the steps move pairs :math:`(t_a, t_b)` along it instead (SMO, [Pla98]_; [NNG17]_ for
+coordinate descent under a linear coupling constraint), and ``b`` is the minimiser of the
+primal in ``b`` at :math:`w(t)`.
 """
 from __future__ import annotations
 
@@ -513,8 +519,8 @@ class DCD(Solver):
 
     Minimises :math:`J(w) = \tfrac\lambda2\|w\|^2 + \sum_i c_i\, l(\langle x_i, w\rangle,
     y_i)` for the hinge, squared hinge ([HCLKS08]_) and logistic ([YHL11]_) losses, with sample
-    weights :math:`c` (:class:`~nsopt.RegularizedRisk` with :class:`~nsopt.regularizers.L2`, no
-    intercept), by maximising the Fenchel dual
+    weights :math:`c` (:class:`~nsopt.RegularizedRisk` with :class:`~nsopt.regularizers.L2`,
+    with or without an unregularized intercept, see below), by maximising the Fenchel dual
 
     .. math::
         D(t) = -\sum_i c_i\, l^*(-y_i t_i, y_i) - \frac{\lambda}{2}\|w(t)\|^2, \qquad
@@ -565,6 +571,36 @@ class DCD(Solver):
     (logistic: :math:`10^{-8}`, inside the domain of :math:`\log`); ``x0`` is evaluated (the
     answer if no later point is better) but does not seed :math:`t`.
 
+    **A free intercept** (``fit_intercept=True``, :math:`J(w, b)` with the scores
+    :math:`\langle x_i, w\rangle + b`, b not regularized). Minimising over b turns the dual
+    into the same :math:`D(t)` under the equality :math:`\sum_i c_i y_i t_i = 0` (its
+    multiplier is b). A step moves a pair, :math:`t_a \mathrel{+}= y_a u/c_a`,
+    :math:`t_b \mathrel{-}= y_b u/c_b` (the equality is kept), :math:`w \mathrel{+}=
+    (u/\lambda)(x_a - x_b)`; along it the dual's derivative is :math:`s_b - s_a` with the scores
+    :math:`s_i = \langle x_i, w\rangle + y_i\varphi'(t_i)` (:math:`\varphi(t) = l^*(-yt, y)`),
+    and :math:`t` is optimal when :math:`\min_{up} s \ge \max_{low} s` over the examples that
+    may move by :math:`+y_i` (up) and by :math:`-y_i` (low) in their box ([Pla98]_, LIBSVM's
+    maximal violating pair). The step is the clipped minimiser of a 1-D quadratic (curvature
+    :math:`\|x_a - x_b\|^2/\lambda`, plus :math:`1/c_a + 1/c_b` for the squared hinge), or
+    for the logistic loss the root of its derivative by Newton safeguarded by bisection, both
+    multipliers kept strictly inside (0, 1). Pairs: each example ``i`` of the random pass is
+    paired with the most violating of a few candidates of the opposite set (the
+    ``_N_CANDIDATES = 8`` examples with the most extreme scores seen so far on each side,
+    kept up to date in O(8) per visit), so an epoch costs O(nnz) (about 2.8 row passes per
+    example on a9a against 1 for the plain method; on a9a 8 candidates need half the epochs of 1 at
+    lam = 1e-4, 20% fewer at 1e-5, for the same time). Shrinking as above, with
+    :math:`\max_{low} s` and :math:`\min_{up} s` of the last pass as the thresholds. At a
+    check the residual of the equality that rounding left is removed by scaling the class
+    with the excess toward 0 (in the box), :math:`w(t)` is reset, and b is the exact minimiser
+    of :math:`R(w(t), \cdot)` (the loss's line search along the intercept axis: breakpoints
+    for the hinge); the point is ``problem.join(w, b)``. The bound is the same
+    :class:`~nsopt.certificate.DualPoint` check, whose conjugate term
+    (:class:`~nsopt.problem.InterceptRegularizer`) subtracts :math:`B|r|` for a residual
+    :math:`r = \sum_i c_i y_i t_i` (B = ``problem.intercept_bound()``), so it stays a proven
+    bound. All labels of positive weight alike: the equality forces :math:`t = 0`, hinge and
+    squared hinge end at :math:`J^* = 0` (w = 0, b = y); the logistic loss has no minimiser
+    there (b runs to infinity) and ``ValueError`` says so.
+
     Cost: O(nnz(X)) per epoch (less with shrinking), O(m) memory beyond the data; no master
     problem. Certificate source ``"dual-point"``, evidence :class:`~nsopt.certificate.DualPoint`.
     Fast where :math:`\lambda` is large (few epochs); at small :math:`\lambda` the number
@@ -578,6 +614,10 @@ class DCD(Solver):
        coordinate descent method for large-scale linear SVM. ICML 2008.
     .. [YHL11] H.-F. Yu, F.-L. Huang, C.-J. Lin. Dual coordinate descent methods for logistic
        regression and maximum entropy models. Machine Learning 85:41-75, 2011.
+    .. [Pla98] J. C. Platt. Sequential minimal optimization: a fast algorithm for training
+       support vector machines. Microsoft Research MSR-TR-98-14, 1998.
+    .. [NNG17] I. Necoara, Y. Nesterov, F. Glineur. Random block coordinate descent methods for
+       linearly constrained optimization over networks. J. Optim. Theory Appl. 173:227-254, 2017.
 
     Examples
     --------
@@ -587,6 +627,10 @@ class DCD(Solver):
     >>> res = nsopt.solvers.DCD(rtol=1e-6).solve(J)
     >>> bool(res.success and res.lower_bound <= res.fun), res.certificate.source
     (True, 'dual-point')
+    >>> Jb = nsopt.RegularizedRisk(nsopt.losses.Hinge(X, y), lam=1e-2, fit_intercept=True)
+    >>> rb = nsopt.solvers.DCD(rtol=1e-6).solve(Jb)
+    >>> bool(rb.success and rb.certificate.check(Jb) <= rb.fun), Jb.split(rb.x)[1].shape
+    (True, (1,))
     """
 
     name = "dcd"
@@ -599,7 +643,8 @@ class DCD(Solver):
                               doc="epochs between two certificate checks (None: by work, "
                                   "checks at most about a third of it)"),
         "shrinking": Option(True, Boolean(), doc="skip examples at a bound of their box "
-                                                 "(hinge, squared hinge)"),
+                                                 "(hinge, squared hinge; with or without an "
+                                                 "intercept)"),
         "random_state": Option(0, Interval(Integral, 0, None, closed="left"),
                                doc="seed of the random order of the examples"),
     }
@@ -611,7 +656,8 @@ class DCD(Solver):
             return reason
         reg = problem.base_reg if problem.fit_intercept else problem.reg
         if not reg.self_conjugate:
-            what = " on the coefficients (with or without an intercept)" if problem.fit_intercept else ""
+            what = (" on the coefficients (with or without an intercept)"
+                    if problem.fit_intercept else "")
             return (f"method {cls.name!r} needs the L2 regularizer (lam/2)||w||^2{what}, got "
                     f"{type(reg).__name__}; use {_OTHERS}, which take any regularizer")
         if _kind(problem.loss) is None:
