@@ -219,11 +219,31 @@ def _is_low(kind, yi, ti):
 
 
 @njit(cache=True)
-def _offer(cand, side, i, si, cache, kind, y, t):
+def _weakest(cand, side, cache, kind, y, t):
+    """The weakest score among the candidates of ``side`` (the largest of the up list, the
+    smallest of the low list); an empty slot, or one holding an example no longer in the set,
+    is weakest of all (+inf, -inf)."""
+    worst = -np.inf if side == 0 else np.inf
+    for k in range(cand.shape[1]):
+        j = cand[side, k]
+        if j < 0 or not (_is_up(kind, y[j], t[j]) if side == 0 else _is_low(kind, y[j], t[j])):
+            return np.inf if side == 0 else -np.inf
+        v = cache[j]
+        if (v > worst) if side == 0 else (v < worst):
+            worst = v
+    return worst
+
+
+@njit(cache=True)
+def _offer(cand, weak, side, i, si, cache, kind, y, t):
     """Keep ``i`` (score ``si``) among the candidates of ``side`` (0: the smallest scores of the
     up set, 1: the largest of the low set): into a free slot (empty, or holding an example no
-    longer in the set), else in place of the weakest if ``si`` beats it."""
-    free, weak, weak_val = -1, -1, 0.0
+    longer in the set), else in place of the weakest if ``si`` beats it. ``weak[side]`` is the
+    weakest score as last seen (refreshed here and by :func:`_best`): most offers end on it in
+    O(1)."""
+    if (si >= weak[side]) if side == 0 else (si <= weak[side]):
+        return
+    free, slot, slot_val = -1, -1, 0.0
     for k in range(cand.shape[1]):
         j = cand[side, k]
         if j == i:
@@ -232,27 +252,34 @@ def _offer(cand, side, i, si, cache, kind, y, t):
             free = k
             continue
         v = cache[j]
-        if weak < 0 or (v > weak_val if side == 0 else v < weak_val):
-            weak, weak_val = k, v
+        if slot < 0 or (v > slot_val if side == 0 else v < slot_val):
+            slot, slot_val = k, v
     if free >= 0:
         cand[side, free] = i
-    elif weak >= 0 and (si < weak_val if side == 0 else si > weak_val):
-        cand[side, weak] = i
+    elif slot >= 0 and (si < slot_val if side == 0 else si > slot_val):
+        cand[side, slot] = i
+    weak[side] = _weakest(cand, side, cache, kind, y, t)
 
 
 @njit(cache=True)
-def _best(cand, side, i, cache, kind, y, t):
-    """The candidate of ``side`` other than ``i`` with the most extreme cached score (-1: none)."""
+def _best(cand, weak, side, i, cache, kind, y, t):
+    """The candidate of ``side`` other than ``i`` with the most extreme cached score (-1: none);
+    refreshes ``weak[side]``."""
     best, best_val = -1, 0.0
+    worst = -np.inf if side == 0 else np.inf
     for k in range(cand.shape[1]):
         j = cand[side, k]
-        if j < 0 or j == i:
-            continue
-        if not (_is_up(kind, y[j], t[j]) if side == 0 else _is_low(kind, y[j], t[j])):
+        if j < 0 or not (_is_up(kind, y[j], t[j]) if side == 0 else _is_low(kind, y[j], t[j])):
+            worst = np.inf if side == 0 else -np.inf
             continue
         v = cache[j]
+        if (v > worst) if side == 0 else (v < worst):
+            worst = v
+        if j == i:
+            continue
         if best < 0 or (v < best_val if side == 0 else v > best_val):
             best, best_val = j, v
+    weak[side] = worst
     return best
 
 
@@ -294,7 +321,7 @@ def _pair_logistic(ya, yb, ta, tca, tb, tcb, ca, cb, base, h, u_max):
 
 @njit(cache=True)
 def _pair_epochs(kind, indptr, indices, data, y, c, sq, lam, t, tc, w, index, shrink, n_epochs,
-                 rng, cache, cand, scratch):
+                 rng, cache, cand, weak, scratch):
     r"""``n_epochs`` passes of pair coordinate descent on the dual with the equality
     :math:`\sum_i c_i y_i t_i = 0` (a free intercept); returns the number of active examples
     and the nonzeros visited.
@@ -304,7 +331,8 @@ def _pair_epochs(kind, indptr, indices, data, y, c, sq, lam, t, tc, w, index, sh
     derivative along it is :math:`s_a - s_b` with the scores :math:`s_i = \langle x_i,
     w\rangle + y_i\varphi'(t_i)`. The visited example ``i`` (a random order per pass) is paired
     with the candidate of the opposite set (``cand``: the few up-set examples with the
-    smallest cached scores, low-set ones with the largest) that violates the optimality
+    smallest cached scores, low-set ones with the largest; ``weak`` their weakest scores) that
+    violates the optimality
     :math:`\min_{up} s \ge \max_{low} s` most with it. ``cache`` holds the last scores seen,
     ``scratch`` is a zero vector of length d (the visited row scattered in it gives
     :math:`\langle x_a, x_b\rangle` in the partner's pass). ``shrink``: as :func:`_epochs`,
@@ -341,14 +369,14 @@ def _pair_epochs(kind, indptr, indices, data, y, c, sq, lam, t, tc, w, index, sh
                 continue
             if up_i:
                 up_min = min(up_min, s_i)
-                _offer(cand, 0, i, s_i, cache, kind, y, t)
+                _offer(cand, weak, 0, i, s_i, cache, kind, y, t)
             if low_i:
                 low_max = max(low_max, s_i)
-                _offer(cand, 1, i, s_i, cache, kind, y, t)
+                _offer(cand, weak, 1, i, s_i, cache, kind, y, t)
             s += 1
             # the partner: the candidate most violating optimality with i
-            j_low = _best(cand, 1, i, cache, kind, y, t) if up_i else -1
-            j_up = _best(cand, 0, i, cache, kind, y, t) if low_i else -1
+            j_low = _best(cand, weak, 1, i, cache, kind, y, t) if up_i else -1
+            j_up = _best(cand, weak, 0, i, cache, kind, y, t) if low_i else -1
             v_low = cache[j_low] - s_i if j_low >= 0 else 0.0
             v_up = s_i - cache[j_up] if j_up >= 0 else 0.0
             if v_low <= 1e-12 and v_up <= 1e-12:
@@ -439,7 +467,7 @@ class _Work(NamedTuple):
     kernel: object      # _epochs or _pair_epochs
     args: tuple         # its arguments before (n_epochs, rng)
     rng: np.ndarray     # the permutations' random state
-    tail: tuple         # its arguments after rng (pairs: cache, candidates, scratch)
+    tail: tuple         # its arguments after rng (pairs: cache, candidates, weakest, scratch)
     w: np.ndarray       # w(t), kept by the epochs
     nnz: int            # nonzeros of X (the default check period is three times this)
     t: np.ndarray       # the dual point
@@ -451,14 +479,14 @@ def _balance(t, c, y):
     the excess is scaled down by the factor that removes it exactly (in real arithmetic; what
     rounding leaves costs the certificate :math:`B|r|`). Scaling toward 0 keeps the box and
     keeps logistic entries inside (0, 1)."""
-    cy = c * y
-    r = float(cy @ t)
+    ct = c * t
+    r = float(ct @ y)
     if r == 0.0:
         return
-    side = y > 0 if r > 0 else y < 0
-    mass = float(c[side] @ t[side])
+    mass = 0.5 * (float(ct.sum()) + abs(r))       # sum of c t over the class with the excess
     if mass > 0.0:
-        t[side] *= max(1.0 - abs(r) / mass, 0.0)
+        f = max(1.0 - abs(r) / mass, 0.0)
+        t *= np.where(y > 0 if r > 0 else y < 0, f, 1.0)
 
 
 def _with_best_intercept(problem, w):
@@ -716,7 +744,8 @@ class DCD(Solver):
             kernel = _pair_epochs
             args = (kind, csr.indptr, csr.indices, csr.data, y, np.asarray(c, dtype=np.float64),
                     sq, float(lam), t, tc, w, index, shrink)
-            tail = (np.zeros(m), np.full((2, _N_CANDIDATES), -1, dtype=np.int64), np.zeros(d))
+            tail = (np.zeros(m), np.full((2, _N_CANDIDATES), -1, dtype=np.int64),
+                    np.array([np.inf, -np.inf]), np.zeros(d))
         work = _Work(kernel, args, rng, tail, w, max(int(csr.indptr[-1]), 1), t, tc)
         empty = self.State(w=None, t=t, lower_bound=-math.inf, evidence=None, epochs=0,
                            n_active=index.size, work=work)
