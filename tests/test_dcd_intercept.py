@@ -243,3 +243,56 @@ def test_every_stop_brackets_the_optimum_with_a_valid_certificate(loss_name, see
         assert res.gap <= rtol * abs(res.fun) * (1 + 1e-9)
     t = res.certificate.evidence.t
     assert np.all((t >= 0) & (t <= J.loss.dual_upper))
+
+
+# --- the pair steps ---------------------------------------------------------------------------
+@pytest.mark.parametrize("loss_name", sorted(LOSSES))
+def test_pair_epochs_keep_the_equality_the_box_and_w(loss_name):
+    """The epochs alone (no check repairs them): sum c y t stays 0 up to rounding, t stays in
+    its box (strictly inside (0, 1) for the logistic loss), w stays X^T(c y t)/lam, and the dual
+    value never decreases from one epoch to the next."""
+    from nsopt.oracle import CountingOracle
+
+    X, y = binary(m=120, seed=8, positive=0.25, shift=0.5)
+    X[:3] = 0.0   # empty rows
+    X = sp.csr_matrix(X)
+    sw = np.random.default_rng(8).uniform(0.01, 10.0, y.size)
+    lam = 1e-3
+    J = nsopt.RegularizedRisk(LOSSES[loss_name](X, y, sample_weight=sw), R.L2(), lam,
+                              fit_intercept=True)
+    s = DCD(check_every=1).init(CountingOracle(J), np.zeros(J.dim))
+    wk = s.work
+    c, upper = J.loss.c, J.loss.dual_upper
+
+    def dual(t):
+        a, b = J.base_loss.dual_plane(t)
+        return b - 0.5 * float(a @ a) / lam
+
+    previous = dual(wk.t)
+    for _ in range(15):
+        wk.kernel(*wk.args, 1, wk.rng, *wk.tail)
+        t = wk.t
+        assert abs(float(c * y @ t)) <= 1e-13 * max(1.0, float(c @ t))
+        if loss_name == "logistic":
+            assert np.all((t > 0) & (t < 1)) and np.allclose(wk.tc, 1 - t, rtol=0, atol=1e-15)
+        else:
+            assert np.all((t >= 0) & (t <= upper))
+        np.testing.assert_allclose(wk.w, X.T @ (c * y * t) / lam, atol=1e-10)
+        now = dual(t)
+        assert now >= previous - 1e-12 * max(1.0, abs(now))
+        previous = now
+
+
+@pytest.mark.parametrize("loss_name", sorted(LOSSES))
+def test_separable_sparse_data_with_empty_rows_and_wide_weights(loss_name):
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((150, 6))
+    y = np.where(X @ rng.standard_normal(6) + 2.0 > 0, 1.0, -1.0)   # separable, unbalanced
+    X[:8] = 0.0
+    sw = 10.0 ** rng.uniform(-2, 2, y.size)
+    J = nsopt.RegularizedRisk(LOSSES[loss_name](sp.csr_matrix(X), y, sample_weight=sw), R.L2(),
+                              1e-2, fit_intercept=True)
+    res = nsopt.minimize(J, method="dcd", rtol=1e-6, max_iter=3000)
+    opt, _, b = cvx_free_bias(loss_name, X, y, 1e-2, sw)
+    _bracket(res, J, opt, 1e-6)
+    assert J.split(res.x)[1][0] > 0.5 and b > 0.5   # the bias carries the class prior
