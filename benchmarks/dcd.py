@@ -24,7 +24,6 @@ import argparse
 import time
 import warnings
 
-import numpy as np
 
 import nsopt
 from _common import hinge_l2_objective, load

@@ -243,6 +243,23 @@ def test_every_stop_brackets_the_optimum_with_a_valid_certificate(loss_name, see
         assert res.gap <= rtol * abs(res.fun) * (1 + 1e-9)
     t = res.certificate.evidence.t
     assert np.all((t >= 0) & (t <= J.loss.dual_upper))
+    # the same dual point pushed off the equality proves no more than its B |r| slack
+    t = np.array(t)
+    t[y < 0] *= 0.5
+    a, b = J.loss.dual_plane(t)
+    r = abs(float(a[-1]))
+    if r > 0.0:
+        unboxed = b - J.base_reg.scaled_conjugate(a[:-1], J.lam)
+        honest = b - J.reg.scaled_conjugate(a, J.lam)
+        B = J.intercept_bound()
+        assert honest == pytest.approx(unboxed - B * r, rel=1e-9, abs=1e-12)
+        assert honest <= ref.fun + tol
+        cert = res.certificate
+        if B * r > 1e-6 * max(1.0, abs(unboxed)):
+            forged = dataclasses.replace(cert, evidence=DualPoint(t), lower=unboxed,
+                                         gap=cert.upper - unboxed, a_bar=None, b_bar=None)
+            with pytest.raises(CertificateError):
+                forged.check(J)
 
 
 # --- the pair steps ---------------------------------------------------------------------------
