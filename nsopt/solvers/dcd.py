@@ -738,8 +738,8 @@ class DCD(Solver):
                     "example of positive weight has the same label (the intercept runs to "
                     f"{'+' if neg == 0.0 else '-'}inf and J to its infimum 0): give examples "
                     "of both classes, or fit_intercept=False")
-            if kind == 2:  # inside (0, 1) and on the equality: c_i t_i = 1e-8 (pos + neg) / 2
-                t[index] = 0.5e-8 * (pos + neg) / np.where(y[index] > 0, pos, neg)
+            if kind == 2:  # inside (0, 1) and on the equality: t_i = 1e-8 min(pos, neg) / C_{y_i}
+                t[index] = 1e-8 * min(pos, neg) / np.where(y[index] > 0, pos, neg)
                 tc[index] = 1.0 - t[index]
             kernel = _pair_epochs
             args = (kind, csr.indptr, csr.indices, csr.data, y, np.asarray(c, dtype=np.float64),
