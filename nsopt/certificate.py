@@ -697,6 +697,10 @@ class Certificate:
             evidence, lower, source = None, -math.inf, "none"
         if evidence is not None:
             evidence = evidence.resolved()
+            # a loss may keep its evidence elsewhere (nsopt.distributed: on its shards)
+            adopt = getattr(getattr(problem, "loss", None), "adopt_evidence", None)
+            if adopt is not None:
+                evidence = adopt(evidence, problem)
         plane = evidence.plane if evidence is not None and evidence.plane is not None else (None, None)
         if sp.issparse(plane[0]):  # a solver's compact aggregate (large sparse d): dense here
             plane = (plane[0].toarray().reshape(-1), plane[1])
