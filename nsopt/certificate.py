@@ -692,7 +692,9 @@ class Certificate:
     @classmethod
     def from_evidence(cls, problem, x, upper, lower, source, evidence) -> "Certificate":
         """The certificate of a run: ``evidence`` proves ``lower`` (None: no bound), ``x``
-        attains ``upper``. Costs one :func:`fingerprint` of the problem."""
+        attains ``upper``. Costs one :func:`fingerprint` of the problem. A loss with an
+        ``adopt_evidence(evidence, problem)`` method keeps the evidence in its own form
+        (:class:`nsopt.distributed.ShardedDualPoint`: a dual point kept on the shards)."""
         if evidence is None or not lower > -math.inf:
             evidence, lower, source = None, -math.inf, "none"
         if evidence is not None:

@@ -17,17 +17,23 @@ Each shard's loss object is built once and stays on a worker (``client.scatter``
 or parsed there from an svmlight file). One oracle call ships :math:`w` to every shard and
 gathers :math:`P` pairs ``(R_k(w), a_k)``; the driver adds them **in shard order**, so the
 result, and hence every iterate, is deterministic. A line keeps :math:`Xw` and :math:`Xp` of
-each shard on its worker; each value or derivative of the line moves one float per shard.
+each shard on its worker; each value or derivative of the line moves one float per shard,
+and its exact minimiser is found by a distributed selection over the kinks each shard keeps
+sorted (:func:`_select_minimize`: O(1) numbers per shard per round, never the kinks).
 
 :class:`ShardedLoss` is an :class:`~nsopt.Oracle` (a loss); :func:`shard` and
 :func:`load_svmlight` wrap it in an unchanged :class:`~nsopt.RegularizedRisk`, so every solver
 that uses the oracle protocol runs on it.
 
-Certificates. A :class:`ShardedLoss` presents itself as a loss *without* a dual interface
-(no ``dual_upper``): the solvers then certify with query-point evidence
-(:class:`~nsopt.certificate.QueryPoints`), which :meth:`~nsopt.Certificate.check` verifies by
-calling the sharded loss again (k oracle calls, run on the workers); no per-example dual vector
-ever reaches the driver. The problem's fingerprint covers the data through a digest of every
+Certificates. A :class:`ShardedLoss` presents itself to the solvers as a loss *without* a
+dual interface (no ``dual_upper``): they certify with query-point evidence
+(:class:`~nsopt.certificate.QueryPoints`: points and multipliers, small). For a margin loss
+(hinge, squared hinge, logistic) the certificate then adopts
+(:meth:`ShardedLoss.adopt_evidence`, called by :meth:`nsopt.Certificate.from_evidence`) a
+:class:`ShardedDualPoint`: each shard forms its piece of the Fenchel dual point from the
+query points and keeps it; :meth:`~nsopt.Certificate.check` asks each shard to verify its
+piece and rebuild its plane, and adds the planes in shard order. No per-example vector ever
+reaches the driver. The problem's fingerprint covers the data through a digest of every
 shard, computed on its worker when the shard is built.
 
 Lost workers. Every call that fails because a shard's data is gone (a worker killed,
@@ -426,6 +432,12 @@ class ShardedLoss(Oracle):
         Shards rebuilt after their worker was lost.
     n_calls : int
         Round trips to the shards so far (one per oracle call or line evaluation).
+    traffic : dict
+        Round trips and payload bytes moved so far (``calls``, ``bytes_out``, ``bytes_in``).
+    line_search : {"select", "gather"}
+        How exact line searches find their breakpoint (:func:`_select_minimize`).
+    line_pivots, line_samples : int
+        Pivots per round of that search, and breakpoints each shard samples per gap.
     """
 
     lower_bound = 0.0
