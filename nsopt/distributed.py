@@ -67,8 +67,8 @@ from .losses._kernels import DataMatrix
 from .oracle import LineFunction, Oracle, SumLine, _minimize_piecewise
 from .problem import RegularizedRisk
 
-__all__ = ["ShardedLoss", "ShardedLine", "ShardedDualPoint", "ShardError", "ShardsLost", "shard", "load_svmlight",
-           "from_builders", "from_dask", "local_client"]
+__all__ = ["ShardedLoss", "ShardedLine", "ShardedDualPoint", "ShardError", "ShardsLost", "shard",
+           "load_svmlight", "from_builders", "from_dask", "local_client"]
 
 
 class ShardError(ValueError):
@@ -255,9 +255,11 @@ class _ShardActor:
             self._lines.pop(k, None)
         self._drop_duals(drop_duals)
         line = self.loss._restrict(w, p)
-        self._lines[key] = [line, None]
+        self._lines[key] = [line, None, None, None]  # line, sorted kinks, jump sums, (lo, d0)
         return (type(line).breakpoints is not LineFunction.breakpoints,
-                bool(getattr(line, "affine_between_breakpoints", False)))
+                bool(getattr(line, "affine_between_breakpoints", False)),
+                type(line).jumps is not LineFunction.jumps
+                and bool(getattr(self.loss, "piecewise_linear", False)))
 
     def line_value(self, key, eta):
         return float(self._lines[key][0].value(eta))
@@ -269,9 +271,40 @@ class _ShardActor:
         """The line's breakpoints, sorted (kept here: :meth:`line_select` reads them)."""
         entry = self._lines[key]
         if entry[1] is None:
-            bps = entry[0].breakpoints()
-            entry[1] = None if bps is None else np.sort(np.asarray(bps, dtype=np.float64))
+            jumps = entry[0].jumps()
+            if jumps is not None:  # piecewise linear: the kinks with the running jump sums
+                etas = np.asarray(jumps[0], dtype=np.float64)
+                order = np.argsort(etas, kind="stable")
+                entry[1] = etas[order]
+                entry[2] = np.cumsum(np.asarray(jumps[1], dtype=np.float64)[order])
+            else:
+                bps = entry[0].breakpoints()
+                entry[1] = None if bps is None else np.sort(np.asarray(bps, dtype=np.float64))
         return entry[1]
+
+    def line_select_jumps(self, key, pivots, lo, hi, n_samples):
+        r""":meth:`line_select` for a piecewise-linear line, its derivatives read from the
+        running sums of the jumps: :math:`\varphi_k'(v^\pm) = \varphi_k'(lo^+) + \sum` of the
+        jumps at the kinks in :math:`(lo, v]` (``+``) or :math:`(lo, v)` (``-``): O(log m_k)
+        per pivot, no pass over the shard (``lo`` fixed for the line: its derivative there
+        is computed once). None for ``gaps`` when the line is not piecewise linear."""
+        entry = self._lines[key]
+        bps = self.line_breakpoints(key)
+        cum = entry[2]
+        if cum is None:
+            return [], None
+        if entry[3] is None or entry[3][0] != lo:
+            entry[3] = (lo, float(entry[0].derivative(lo, 1)))
+        d0 = entry[3][1]
+
+        def before(i):
+            return float(cum[i - 1]) if i > 0 else 0.0
+
+        base = before(int(np.searchsorted(bps, lo, side="right")))
+        ders = [(d0 + (before(int(np.searchsorted(bps, v, side="right"))) - base),
+                 d0 + (before(int(np.searchsorted(bps, v, side="left"))) - base))
+                for v in pivots]
+        return ders, _gap_samples(bps, [lo, *pivots, hi], n_samples)
 
     def line_select(self, key, pivots, lo, hi, n_samples):
         """One round of the distributed breakpoint search (:func:`_select_minimize`).
@@ -436,8 +469,9 @@ class ShardedLoss(Oracle):
         Round trips and payload bytes moved so far (``calls``, ``bytes_out``, ``bytes_in``).
     line_search : {"select", "gather"}
         How exact line searches find their breakpoint (:func:`_select_minimize`).
-    line_pivots, line_samples : int
-        Pivots per round of that search, and breakpoints each shard samples per gap.
+    line_pivots, jump_pivots, line_samples : int
+        Pivots per round of that search (with true derivatives; with derivatives read from
+        jump sums, piecewise-linear losses), and breakpoints each shard samples per gap.
     """
 
     lower_bound = 0.0
@@ -449,6 +483,8 @@ class ShardedLoss(Oracle):
     line_pivots = 3
     #: breakpoints each shard samples per gap in a round of that search
     line_samples = 8
+    #: pivots per round when the shards read derivatives from jump sums (piecewise linear)
+    jump_pivots = 7
 
     def __init__(self, client, shards: Sequence[_Shard], dim: int, kind: type, *,
                  owns_client: bool = False):
@@ -685,6 +721,8 @@ class ShardedLine(LineFunction):
         #: the shards' lines know their breakpoints (hinge-type and smooth scalar losses)
         self.has_breakpoints = all(f[0] for f in facts)
         self.affine_between_breakpoints = all(f[1] for f in facts)
+        #: piecewise linear (hinge-type): the search reads derivatives from jump sums
+        self.piecewise_linear = all(f[2] for f in facts)
 
     def value(self, eta):
         return _ordered_sum(self.loss._map("line_value", self.key, float(eta)))
@@ -790,17 +828,25 @@ def _select_minimize(line, lines, sharded: ShardedLine, lo, hi):
     The one-machine search (:meth:`LineFunction.minimize`) bisects the sorted breakpoints for
     the smallest :math:`b` with :math:`\varphi'(b^+) \ge 0`, then solves on the piece
     :math:`(b^-, b]`. Here the breakpoints stay on the shards, sorted. A round sends
-    :math:`K` pivots (``loss.line_pivots``) inside the bracket :math:`(L, R)`; each shard
-    answers its one-sided derivatives at them and, for each of the :math:`K + 1` gaps, its
-    count of breakpoints there and ``loss.line_samples`` of them spaced in rank. The driver
-    adds the derivatives in shard order (the one-machine line's arithmetic), keeps the gap
+    :math:`K` pivots inside the bracket :math:`(L, R)`; each shard answers its one-sided
+    derivatives at them and, for each of the :math:`K + 1` gaps, its count of breakpoints
+    there and ``loss.line_samples`` of them spaced in rank. The driver adds the derivatives
+    in shard order (then the other lines', as the one-machine line does), keeps the gap
     where :math:`\varphi'` turns nonnegative, and takes the next pivots at the weighted
     quantiles of the samples in it: each round cuts the bracket's breakpoints by about
     :math:`K + 1`, and the pivots are breakpoints, so the search ends (no breakpoint left
     between :math:`L` and :math:`R`) after about :math:`\log_{K+1}` (kinks) rounds with the
-    same :math:`(L, R)` as the bisection; the last piece is then solved as there, from the
-    derivatives already known (closed form where :math:`\varphi'` is affine). Per round:
-    :math:`O(K \cdot` ``line_samples``:math:`)` floats per shard."""
+    bracket of the bisection; the last piece is then solved as there, from the true
+    derivatives already known (closed form where :math:`\varphi'` is affine).
+
+    Piecewise-linear shard lines (hinge-type losses): the shards read their derivatives at
+    the pivots from running sums of the jumps (``line_select_jumps``: O(log m_k) a pivot, no
+    pass over the data), with ``loss.jump_pivots`` pivots a round; one more round takes the
+    true derivatives at the final bracket's ends and confirms it (as the one-machine
+    ``first_crossing`` search does); a bracket the true derivatives contradict (rounding)
+    sends the search again with true derivatives (``loss.line_pivots`` a round, each a pass
+    over the shard's line). Per round: :math:`O(K \cdot` ``line_samples``:math:`)` floats
+    per shard, whatever its size."""
     loss = sharded.loss
     if loss.line_search != "select" or not sharded.has_breakpoints:
         return None
@@ -818,34 +864,63 @@ def _select_minimize(line, lines, sharded: ShardedLine, lo, hi):
             if bps is None:
                 return None
             local.append(np.sort(np.asarray(bps, dtype=np.float64)))
-    K, q = int(loss.line_pivots), int(loss.line_samples)
-    memo = {}
+    q = int(loss.line_samples)
 
-    def total(v, side, part):
-        # SumLine.derivative's sum, term by term in the lines' order
-        acc = 0
-        for other in lines:
-            acc = acc + (part if other is sharded else other.derivative(v, side))
-        return float(acc)
-
-    L, R, pivots, first = lo, hi, [lo], True
-    while True:
-        replies = loss._map("line_select", sharded.key, pivots, L, R, q)
+    def ask(method, pivots, L, R):
+        """One round: the total one-sided derivatives at the pivots, and the shards' gaps."""
+        replies = loss._map(method, sharded.key, pivots, L, R, q)
         if any(gaps is None for _, gaps in replies):
-            return None
+            return None, None
+        ders = {}
         for j, v in enumerate(pivots):
             for i, side in enumerate((1, -1)):
-                memo[(v, side)] = total(v, side, _ordered_sum(r[0][j][i] for r in replies))
-        if first and memo[(lo, 1)] >= 0:
-            return lo
-        first = False
-        j = next((j for j, v in enumerate(pivots) if memo[(v, 1)] >= 0), len(pivots))
-        edges = [L, *pivots, R]
-        L, R = edges[j], edges[j + 1]
-        gap = [gaps[j] for _, gaps in replies] + [_gap_samples(b, [L, R], q)[0] for b in local]
-        if sum(n for n, _ in gap) == 0:
-            break
-        pivots = _pivots(gap, K)
+                part = _ordered_sum(r[0][j][i] for r in replies)
+                acc = 0  # SumLine.derivative's sum, term by term in the lines' order
+                for other in lines:
+                    acc = acc + (part if other is sharded else other.derivative(v, side))
+                ders[(v, side)] = float(acc)
+        return ders, [gaps for _, gaps in replies]
+
+    def search(method, k, pivots, ders, gaps, L, R):
+        """Narrow ``(L, R)`` round by round until no breakpoint is left inside."""
+        while True:
+            j = next((j for j, v in enumerate(pivots) if ders[(v, 1)] >= 0), len(pivots))
+            edges = [L, *pivots, R]
+            L, R = edges[j], edges[j + 1]
+            gap = [g[j] for g in gaps] + [_gap_samples(b, [L, R], q)[0] for b in local]
+            if sum(n for n, _ in gap) == 0:
+                return L, R
+            pivots = _pivots(gap, k)
+            ders, gaps = ask(method, pivots, L, R)
+            if ders is None:
+                return None
+            found.update(ders)
+
+    memo, found = ask("line_select", [lo], lo, hi)  # true derivatives at lo, gaps of (lo, hi)
+    if memo is None:
+        return None
+    if memo[(lo, 1)] >= 0:
+        return lo
+    first = (dict(memo), found)
+    bracket = None
+    if sharded.piecewise_linear:
+        found = dict(memo)
+        bracket = search("line_select_jumps", int(loss.jump_pivots), [lo], *first, lo, hi)
+        if bracket is not None:  # confirm with the true derivatives at its ends
+            L, R = bracket
+            ends = [v for v in (L, R) if v != lo and math.isfinite(v)]
+            if ends:
+                ders, _ = ask("line_select", ends, L, R)
+                memo.update(ders or {})
+            if not ((L == lo or memo.get((L, 1), 0.0) < 0)
+                    and (R == hi or memo.get((R, 1), -1.0) >= 0)):
+                bracket = None
+    if bracket is None:
+        found = memo
+        bracket = search("line_select", int(loss.line_pivots), [lo], *first, lo, hi)
+        if bracket is None:
+            return None
+    L, R = bracket
     affine = bool(getattr(line, "affine_between_breakpoints", False))
     return _minimize_piecewise(_MemoLine(line, memo, affine), np.empty(0), L, R)
 

@@ -187,8 +187,8 @@ def test_line_minimiser_selected_on_the_shards(client, a9a_like, loss_cls, reg):
     Js = nd.shard(J, n_shards=3, client=client)
     loss = Js.loss
     rng = np.random.default_rng(11)
-    per_round = loss.n_shards * 8 * (2 * loss.line_pivots
-                                     + (loss.line_pivots + 1) * (loss.line_samples + 1) + 8)
+    k = max(loss.line_pivots, loss.jump_pivots)
+    per_round = loss.n_shards * 8 * (2 * k + (k + 1) * (loss.line_samples + 1) + 8)
     for trial in range(6):
         w, p = rng.normal(size=J.dim), rng.normal(size=J.dim)
         lo = 0.0 if trial % 2 == 0 else float(rng.uniform(0.0, 0.2))
