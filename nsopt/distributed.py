@@ -282,25 +282,26 @@ class _ShardActor:
                 entry[1] = None if bps is None else np.sort(np.asarray(bps, dtype=np.float64))
         return entry[1]
 
-    def line_select_jumps(self, key, pivots, lo, hi, n_samples):
+    def line_select_jumps(self, key, pivots, lo, hi, n_samples, origin):
         r""":meth:`line_select` for a piecewise-linear line, its derivatives read from the
-        running sums of the jumps: :math:`\varphi_k'(v^\pm) = \varphi_k'(lo^+) + \sum` of the
-        jumps at the kinks in :math:`(lo, v]` (``+``) or :math:`(lo, v)` (``-``): O(log m_k)
-        per pivot, no pass over the shard (``lo`` fixed for the line: its derivative there
-        is computed once). None for ``gaps`` when the line is not piecewise linear."""
+        running sums of the jumps: :math:`\varphi_k'(v^\pm) = \varphi_k'(o^+) + \sum` of the
+        jumps at the kinks in :math:`(o, v]` (``+``) or :math:`(o, v)` (``-``), :math:`o` the
+        search's ``origin``: O(log m_k) per pivot, no pass over the shard (the derivative at
+        the origin is computed once per line). None for ``gaps`` when the line is not
+        piecewise linear."""
         entry = self._lines[key]
         bps = self.line_breakpoints(key)
         cum = entry[2]
         if cum is None:
             return [], None
-        if entry[3] is None or entry[3][0] != lo:
-            entry[3] = (lo, float(entry[0].derivative(lo, 1)))
+        if entry[3] is None or entry[3][0] != origin:
+            entry[3] = (origin, float(entry[0].derivative(origin, 1)))
         d0 = entry[3][1]
 
         def before(i):
             return float(cum[i - 1]) if i > 0 else 0.0
 
-        base = before(int(np.searchsorted(bps, lo, side="right")))
+        base = before(int(np.searchsorted(bps, origin, side="right")))
         ders = [(d0 + (before(int(np.searchsorted(bps, v, side="right"))) - base),
                  d0 + (before(int(np.searchsorted(bps, v, side="left"))) - base))
                 for v in pivots]
@@ -315,8 +316,11 @@ class _ShardActor:
         of them, evenly spaced in rank (all of them when there are that few): O(K n_samples)
         numbers, whatever the shard's size; None for ``gaps`` if the line has no breakpoints.
         """
-        line = self._lines[key][0]
+        entry = self._lines[key]
+        line = entry[0]
         ders = [(float(line.derivative(v, 1)), float(line.derivative(v, -1))) for v in pivots]
+        if len(pivots) == 1 and pivots[0] == lo:  # a search's first round: its origin's slope
+            entry[3] = (lo, ders[0][0])
         bps = self.line_breakpoints(key)
         if bps is None:
             return ders, None
@@ -868,7 +872,8 @@ def _select_minimize(line, lines, sharded: ShardedLine, lo, hi):
 
     def ask(method, pivots, L, R):
         """One round: the total one-sided derivatives at the pivots, and the shards' gaps."""
-        replies = loss._map(method, sharded.key, pivots, L, R, q)
+        extra = (lo,) if method == "line_select_jumps" else ()  # the jump sums' origin
+        replies = loss._map(method, sharded.key, pivots, L, R, q, *extra)
         if any(gaps is None for _, gaps in replies):
             return None, None
         ders = {}
