@@ -9,9 +9,15 @@ m = 2e6 scaled down 5x for a shared 2-core machine, ``--m`` to change it), this 
 * the sharded oracle call with 1 worker (1 shard) and 2 workers (2 shards), in ms, and its
   overhead over the in-memory call;
 * bmrm and proximal-bundle, time per iteration with 1 and 2 workers (fixed iterations), the
-  ratio, and a run to a certified relative gap of 1e-3 with 2 workers.
+  ratio, and a run to a certified relative gap of 1e-3 with 2 workers;
+* ls-bmrm's traffic per iteration (round trips, bytes out and in: ``ShardedLoss.traffic``)
+  with the breakpoint search on the shards (``line_search="select"``, the default) and with
+  every breakpoint gathered to the driver (``"gather"``, the search before), 2 workers;
+* the certificate: forming the sharded dual point at the end of a run, and ``check`` with it
+  against ``check`` with the query points it was formed from (time, bytes back).
 
-Usage: ``python benchmarks/distributed.py [--m 400000] [--iters 20] [--skip-a9a]``.
+Usage: ``python benchmarks/distributed.py [--m 400000] [--iters 20] [--skip-a9a]
+[--only-traffic]``.
 """
 from __future__ import annotations
 
@@ -111,6 +117,57 @@ def iteration_table(name, make_problem, iters, certify):
               f"{per[(method, 1)] / per[(method, 2)]:.2f}x")
 
 
+def traffic_table(name, make_problem, iters, n_shards=(2, 4)):
+    """ls-bmrm's traffic per iteration, breakpoints selected on the shards vs gathered, and
+    the certificate's cost (2 workers)."""
+    import dataclasses
+
+    from nsopt.certificate import QueryPoints
+
+    print(f"\n{name}: ls-bmrm traffic per iteration ({iters} iterations, rtol=0, 2 workers)")
+    client = _client(2)
+    try:
+        for n in n_shards:
+            J = make_problem(client, n)
+            loss = J.loss
+            for mode in ("gather", "select"):
+                loss.line_search = mode
+                nsopt.minimize(J, method="ls-bmrm", rtol=0.0, max_iter=2)  # warm
+                before = loss.traffic
+                t = time.perf_counter()
+                res = nsopt.minimize(J, method="ls-bmrm", rtol=0.0, max_iter=iters)
+                sec = (time.perf_counter() - t) / max(res.nit, 1)
+                d = {k: (loss.traffic[k] - before[k]) / max(res.nit, 1) for k in before}
+                print(f"  {n} shards, {mode:6s}: {d['calls']:6.1f} round trips, "
+                      f"out {d['bytes_out'] / 1e3:9.1f} kB, in {d['bytes_in'] / 1e3:9.1f} kB, "
+                      f"{1e3 * sec:8.1f} ms/iter")
+            loss.line_search = "select"
+            ev = res.certificate.evidence
+            if not isinstance(ev, nd.ShardedDualPoint):
+                continue
+            points, W, floor, _ = ev.recipe
+            qp = QueryPoints(tuple(points), W, floor)
+            t = time.perf_counter()
+            formed = loss.adopt_evidence(qp, J)
+            form = time.perf_counter() - t
+            for label, cert in (("sharded dual point", res.certificate),
+                                ("query points", dataclasses.replace(
+                                    res.certificate, evidence=qp, a_bar=None, b_bar=None))):
+                before = loss.traffic
+                t = time.perf_counter()
+                bound = cert.check(J)
+                sec = time.perf_counter() - t
+                moved = loss.traffic["bytes_in"] - before["bytes_in"]
+                print(f"  {n} shards, check with {label:18s}: {1e3 * sec:8.1f} ms, "
+                      f"in {moved / 1e3:9.1f} kB, bound {bound:.12g}")
+            print(f"  {n} shards, forming the sharded dual point ({len(points)} query points):"
+                  f" {1e3 * form:8.1f} ms")
+            del formed
+    finally:
+        client.close()
+        client.cluster.close()
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--m", type=int, default=400_000)
@@ -118,6 +175,9 @@ def main(argv=None):
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--reps", type=int, default=30)
     ap.add_argument("--skip-a9a", action="store_true")
+    ap.add_argument("--only-traffic", action="store_true",
+                    help="only ls-bmrm's traffic and the certificate's cost (and the a9a "
+                         "oracle table)")
     ap.add_argument("--certify", action="store_true",
                     help="also run the synthetic problem to a certified 1e-3 (2 workers)")
     args = ap.parse_args(argv)
@@ -127,7 +187,9 @@ def main(argv=None):
         J = nsopt.RegularizedRisk(nsopt.losses.Hinge(X.tocsr(), y), nsopt.regularizers.L2(), 1e-4)
         oracle_table("a9a (m=32561, d=123, hinge)", lambda c, n: nd.shard(J, n, client=c), J,
                      args.reps)
-        iteration_table("a9a", lambda c, n: nd.shard(J, n, client=c), args.iters, False)
+        traffic_table("a9a", lambda c, n: nd.shard(J, n, client=c), args.iters)
+        if not args.only_traffic:
+            iteration_table("a9a", lambda c, n: nd.shard(J, n, client=c), args.iters, False)
 
     m, d = args.m, args.d
 
@@ -138,6 +200,9 @@ def main(argv=None):
         return nd.from_builders(builders, lam=1e-4, client=client)
 
     name = f"synthetic (m={m:.0e}, d={d:.0e}, ~{10 * m:.0e} nonzeros, hinge, built on the workers)"
+    if args.only_traffic:
+        traffic_table(name, synthetic, args.iters, n_shards=(2,))
+        return
     # the same problem in memory, for the baseline only (the sharded one is built on the workers)
     import scipy.sparse as sp
 

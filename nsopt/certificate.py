@@ -692,11 +692,17 @@ class Certificate:
     @classmethod
     def from_evidence(cls, problem, x, upper, lower, source, evidence) -> "Certificate":
         """The certificate of a run: ``evidence`` proves ``lower`` (None: no bound), ``x``
-        attains ``upper``. Costs one :func:`fingerprint` of the problem."""
+        attains ``upper``. Costs one :func:`fingerprint` of the problem. A loss with an
+        ``adopt_evidence(evidence, problem)`` method keeps the evidence in its own form
+        (:class:`nsopt.distributed.ShardedDualPoint`: a dual point kept on the shards)."""
         if evidence is None or not lower > -math.inf:
             evidence, lower, source = None, -math.inf, "none"
         if evidence is not None:
             evidence = evidence.resolved()
+            # a loss may keep its evidence elsewhere (nsopt.distributed: on its shards)
+            adopt = getattr(getattr(problem, "loss", None), "adopt_evidence", None)
+            if adopt is not None:
+                evidence = adopt(evidence, problem)
         plane = evidence.plane if evidence is not None and evidence.plane is not None else (None, None)
         if sp.issparse(plane[0]):  # a solver's compact aggregate (large sparse d): dense here
             plane = (plane[0].toarray().reshape(-1), plane[1])

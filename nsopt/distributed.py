@@ -17,17 +17,23 @@ Each shard's loss object is built once and stays on a worker (``client.scatter``
 or parsed there from an svmlight file). One oracle call ships :math:`w` to every shard and
 gathers :math:`P` pairs ``(R_k(w), a_k)``; the driver adds them **in shard order**, so the
 result, and hence every iterate, is deterministic. A line keeps :math:`Xw` and :math:`Xp` of
-each shard on its worker; each value or derivative of the line moves one float per shard.
+each shard on its worker; each value or derivative of the line moves one float per shard,
+and its exact minimiser is found by a distributed selection over the kinks each shard keeps
+sorted (:func:`_select_minimize`: O(1) numbers per shard per round, never the kinks).
 
 :class:`ShardedLoss` is an :class:`~nsopt.Oracle` (a loss); :func:`shard` and
 :func:`load_svmlight` wrap it in an unchanged :class:`~nsopt.RegularizedRisk`, so every solver
 that uses the oracle protocol runs on it.
 
-Certificates. A :class:`ShardedLoss` presents itself as a loss *without* a dual interface
-(no ``dual_upper``): the solvers then certify with query-point evidence
-(:class:`~nsopt.certificate.QueryPoints`), which :meth:`~nsopt.Certificate.check` verifies by
-calling the sharded loss again (k oracle calls, run on the workers); no per-example dual vector
-ever reaches the driver. The problem's fingerprint covers the data through a digest of every
+Certificates. A :class:`ShardedLoss` presents itself to the solvers as a loss *without* a
+dual interface (no ``dual_upper``): they certify with query-point evidence
+(:class:`~nsopt.certificate.QueryPoints`: points and multipliers, small). For a margin loss
+(hinge, squared hinge, logistic) the certificate then adopts
+(:meth:`ShardedLoss.adopt_evidence`, called by :meth:`nsopt.Certificate.from_evidence`) a
+:class:`ShardedDualPoint`: each shard forms its piece of the Fenchel dual point from the
+query points and keeps it; :meth:`~nsopt.Certificate.check` asks each shard to verify its
+piece and rebuild its plane, and adds the planes in shard order. No per-example vector ever
+reaches the driver. The problem's fingerprint covers the data through a digest of every
 shard, computed on its worker when the shard is built.
 
 Lost workers. Every call that fails because a shard's data is gone (a worker killed,
@@ -44,22 +50,25 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import math
 import numbers
 import os
 import weakref
+from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import numpy as np
 
+from .certificate import CertificateError, DualPoint, Evidence, _fail, _finite_array
 from .losses._base import ScalarLoss
 from .losses._vector_base import VectorLoss
 from .losses._groups import contiguous_groups
 from .losses._kernels import DataMatrix
-from .oracle import LineFunction, Oracle
+from .oracle import LineFunction, Oracle, SumLine, _minimize_piecewise
 from .problem import RegularizedRisk
 
-__all__ = ["ShardedLoss", "ShardedLine", "ShardError", "ShardsLost", "shard", "load_svmlight",
-           "from_builders", "from_dask", "local_client"]
+__all__ = ["ShardedLoss", "ShardedLine", "ShardedDualPoint", "ShardError", "ShardsLost", "shard",
+           "load_svmlight", "from_builders", "from_dask", "local_client"]
 
 
 class ShardError(ValueError):
@@ -181,6 +190,7 @@ class _ShardActor:
         self.index, self.source = index, source
         self.loss, self._raw, self._file, self._make = loss, None, file, make
         self._lines = {}
+        self._duals = {}
 
     def start(self):
         """Build (from ``make``) and check the shard; its facts, or a ShardError."""
@@ -239,11 +249,17 @@ class _ShardActor:
         return float(s), g
 
     # lines, kept here by key
-    def open_line(self, key, w, p, drop=()):
+    def open_line(self, key, w, p, drop=(), drop_duals=()):
+        """Open line ``key``; its facts ``(has breakpoints, affine between them)``."""
         for k in drop:  # lines the driver no longer holds
             self._lines.pop(k, None)
-        self._lines[key] = [self.loss._restrict(w, p), None]
-        return True
+        self._drop_duals(drop_duals)
+        line = self.loss._restrict(w, p)
+        self._lines[key] = [line, None, None, None]  # line, sorted kinks, jump sums, (lo, d0)
+        return (type(line).breakpoints is not LineFunction.breakpoints,
+                bool(getattr(line, "affine_between_breakpoints", False)),
+                type(line).jumps is not LineFunction.jumps
+                and bool(getattr(self.loss, "piecewise_linear", False)))
 
     def line_value(self, key, eta):
         return float(self._lines[key][0].value(eta))
@@ -252,11 +268,128 @@ class _ShardActor:
         return float(self._lines[key][0].derivative(eta, side))
 
     def line_breakpoints(self, key):
+        """The line's breakpoints, sorted (kept here: :meth:`line_select` reads them)."""
         entry = self._lines[key]
         if entry[1] is None:
-            bps = entry[0].breakpoints()
-            entry[1] = None if bps is None else np.asarray(bps, dtype=np.float64)
+            jumps = entry[0].jumps()
+            if jumps is not None:  # piecewise linear: the kinks with the running jump sums
+                etas = np.asarray(jumps[0], dtype=np.float64)
+                order = np.argsort(etas, kind="stable")
+                entry[1] = etas[order]
+                entry[2] = np.cumsum(np.asarray(jumps[1], dtype=np.float64)[order])
+            else:
+                bps = entry[0].breakpoints()
+                entry[1] = None if bps is None else np.sort(np.asarray(bps, dtype=np.float64))
         return entry[1]
+
+    def line_select_jumps(self, key, pivots, lo, hi, n_samples, origin):
+        r""":meth:`line_select` for a piecewise-linear line, its derivatives read from the
+        running sums of the jumps: :math:`\varphi_k'(v^\pm) = \varphi_k'(o^+) + \sum` of the
+        jumps at the kinks in :math:`(o, v]` (``+``) or :math:`(o, v)` (``-``), :math:`o` the
+        search's ``origin``: O(log m_k) per pivot, no pass over the shard (the derivative at
+        the origin is computed once per line). None for ``gaps`` when the line is not
+        piecewise linear."""
+        entry = self._lines[key]
+        bps = self.line_breakpoints(key)
+        cum = entry[2]
+        if cum is None:
+            return [], None
+        if entry[3] is None or entry[3][0] != origin:
+            entry[3] = (origin, float(entry[0].derivative(origin, 1)))
+        d0 = entry[3][1]
+
+        def before(i):
+            return float(cum[i - 1]) if i > 0 else 0.0
+
+        base = before(int(np.searchsorted(bps, origin, side="right")))
+        ders = [(d0 + (before(int(np.searchsorted(bps, v, side="right"))) - base),
+                 d0 + (before(int(np.searchsorted(bps, v, side="left"))) - base))
+                for v in pivots]
+        return ders, _gap_samples(bps, [lo, *pivots, hi], n_samples)
+
+    def line_select(self, key, pivots, lo, hi, n_samples):
+        """One round of the distributed breakpoint search (:func:`_select_minimize`).
+
+        Returns ``(derivatives, gaps)``: ``derivatives[j] = (phi_k'(v_j+), phi_k'(v_j-))`` at
+        the pivots ``v_1 < ... < v_K``, and for each of the K + 1 open gaps ``(lo, v_1), ...,
+        (v_K, hi)`` the number of this shard's breakpoints inside and at most ``n_samples``
+        of them, evenly spaced in rank (all of them when there are that few): O(K n_samples)
+        numbers, whatever the shard's size; None for ``gaps`` if the line has no breakpoints.
+        """
+        entry = self._lines[key]
+        line = entry[0]
+        ders = [(float(line.derivative(v, 1)), float(line.derivative(v, -1))) for v in pivots]
+        if len(pivots) == 1 and pivots[0] == lo:  # a search's first round: its origin's slope
+            entry[3] = (lo, ders[0][0])
+        bps = self.line_breakpoints(key)
+        if bps is None:
+            return ders, None
+        return ders, _gap_samples(bps, [lo, *pivots, hi], n_samples)
+
+    # dual points of certificates, kept here by token (ShardedDualPoint)
+    def _drop_duals(self, tokens):
+        for k in tokens:
+            self._duals.pop(k, None)
+
+    def _form_dual(self, points, weights, floor, n_models):
+        r""":math:`t_k = \sum_i W_{i} t(w_i)` on this shard's rows, with :math:`W` the column of
+        this shard's model (the only one when ``n_models == 1``) normalised with its floor
+        multiplier to sum 1, clipped into the dual box."""
+        loss = self.loss
+        upper = loss.dual_upper
+        col = 0 if n_models == 1 else self.index
+        W = np.asarray(weights, dtype=np.float64)[:, col]
+        total = float(W.sum()) + float(np.asarray(floor, dtype=np.float64)[col])
+        if not (math.isfinite(total) and total > 0):
+            raise ValueError(f"the multipliers of model {col} sum to {total!r}")
+        t = np.zeros(loss.m)
+        for i in np.flatnonzero(W):
+            t += (W[i] / total) * loss.dual_variables(np.asarray(points[i], dtype=np.float64))
+        return np.clip(t, 0.0, upper, out=t)
+
+    def dual_form(self, token, points, weights, floor, n_models, drop=()):
+        """Form and keep the dual point ``token`` of a query-point recipe; ``(a_k, b_k)``."""
+        self._drop_duals(drop)
+        t = self._form_dual(points, weights, floor, n_models)
+        self._duals[token] = t
+        a, b = self.loss.dual_plane(t)
+        return a, float(b)
+
+    def dual_check(self, token, recipe=None):
+        """Verify the kept dual point ``token``: ``None`` if it is not here (a rebuilt shard)
+        and no ``recipe`` to form it again is given, ``("bad", why)`` if it is not a dual
+        point of this shard's loss (length, finite, in ``[0, loss.dual_upper]``), else
+        ``("ok", a_k, b_k)``, its plane rebuilt from the shard's data."""
+        t = self._duals.get(token)
+        if t is None:
+            if recipe is None:
+                return None
+            t = self._form_dual(*recipe)
+            self._duals[token] = t
+        loss = self.loss
+        upper = getattr(loss, "dual_upper", None)
+        if upper is None:
+            return ("bad", f"belongs to no margin loss ({type(loss).__name__} has no dual)")
+        t = np.asarray(t, dtype=np.float64)
+        if t.shape != (loss.m,):
+            return ("bad", f"has shape {t.shape}, expected ({loss.m},) (the shard's examples)")
+        if not np.all(np.isfinite(t)):
+            return ("bad", "has non-finite entries (NaN or inf)")
+        if np.any(t < 0) or np.any(t > upper * (1 + 1e-12)):
+            return ("bad", f"leaves the box [0, {upper}] (min {float(t.min())!r}, "
+                           f"max {float(t.max())!r})")
+        a, b = loss.dual_plane(np.clip(t, 0.0, upper))
+        return ("ok", a, float(b))
+
+    def dual_vector(self, token):
+        """The kept dual point ``token`` itself (O(m_k) floats: for tests and small problems)."""
+        return self._duals.get(token)
+
+    def dual_put(self, token, t):
+        """Keep ``t`` as the dual point ``token`` (evidence is untrusted: ``dual_check``
+        verifies whatever is kept)."""
+        self._duals[token] = np.array(t, dtype=np.float64)
+        return True
 
 
 
@@ -287,6 +420,22 @@ def _results(pending):
     if error is not None:
         raise error
     return out
+
+
+def _payload(x) -> int:
+    """Bytes of numbers in ``x`` (arrays' buffers, 8 per scalar; objects other than numbers,
+    arrays and their containers count 0): what :attr:`ShardedLoss.traffic` adds up."""
+    if isinstance(x, np.ndarray):
+        return int(x.nbytes)
+    if isinstance(x, (numbers.Number, np.generic)):
+        return 8
+    if isinstance(x, (tuple, list)):
+        return sum(_payload(v) for v in x)
+    if isinstance(x, dict):
+        return sum(_payload(v) for v in x.values())
+    if isinstance(x, str):
+        return len(x)
+    return 0
 
 
 def _ordered_sum(values) -> float:
@@ -320,6 +469,13 @@ class ShardedLoss(Oracle):
         Shards rebuilt after their worker was lost.
     n_calls : int
         Round trips to the shards so far (one per oracle call or line evaluation).
+    traffic : dict
+        Round trips and payload bytes moved so far (``calls``, ``bytes_out``, ``bytes_in``).
+    line_search : {"select", "gather"}
+        How exact line searches find their breakpoint (:func:`_select_minimize`).
+    line_pivots, jump_pivots, line_samples : int
+        Pivots per round of that search (with true derivatives; with derivatives read from
+        jump sums, piecewise-linear losses), and breakpoints each shard samples per gap.
     """
 
     lower_bound = 0.0
@@ -327,6 +483,12 @@ class ShardedLoss(Oracle):
     max_rebuilds = 3
     #: seconds a live shard has to answer a ping after a failed call
     ping_timeout = 30.0
+    #: pivots per round of the distributed breakpoint search (:func:`_select_minimize`)
+    line_pivots = 3
+    #: breakpoints each shard samples per gap in a round of that search
+    line_samples = 8
+    #: pivots per round when the shards read derivatives from jump sums (piecewise linear)
+    jump_pivots = 7
 
     def __init__(self, client, shards: Sequence[_Shard], dim: int, kind: type, *,
                  owns_client: bool = False):
@@ -351,10 +513,38 @@ class ShardedLoss(Oracle):
         self._next_line = 0
         self._open_lines = weakref.WeakValueDictionary()
         self._opened = []
+        self._line_search = "select"
+        self._bytes_out = self._bytes_in = 0
+        # the per-example dual of the shards' margin loss (None: no dual, query points only);
+        # private, like the counters: the fingerprint reads the public attributes
+        self._dual_upper = getattr(kind, "dual_upper", None)
+        self._dead_duals = []  # tokens of dual points the driver let go (dropped lazily)
 
     @property
     def n_rebuilds(self) -> int:
         return self._n_rebuilds
+
+    @property
+    def line_search(self) -> str:
+        """How an exact line search finds its breakpoint: ``"select"`` (default: on the
+        shards, O(1) numbers per shard per round, :func:`_select_minimize`) or ``"gather"``
+        (every breakpoint to the driver, then the one-machine bisection: O(m) floats per line;
+        kept for comparison)."""
+        return self._line_search
+
+    @line_search.setter
+    def line_search(self, value: str) -> None:
+        if value not in ("select", "gather"):
+            raise ValueError(f"line_search must be 'select' or 'gather', got {value!r}")
+        self._line_search = value
+
+    @property
+    def traffic(self) -> dict:
+        """What the driver moved so far: ``calls`` (round trips), ``bytes_out`` and
+        ``bytes_in`` (payload: the float64 arrays and numbers of the calls' arguments, once
+        per shard, and of the answers; Dask's own framing not included)."""
+        return {"calls": self._n_calls, "bytes_out": self._bytes_out,
+                "bytes_in": self._bytes_in}
 
     @property
     def n_calls(self) -> int:
@@ -381,9 +571,12 @@ class ShardedLoss(Oracle):
         error = None
         for _ in range(self.max_rebuilds + 1):
             self._n_calls += 1
+            self._bytes_out += len(self._shards) * _payload(args)
             pending = [getattr(s.actor, method)(*args) for s in self._shards]
             try:
-                return _results(pending)
+                out = _results(pending)
+                self._bytes_in += _payload(out)
+                return out
             except ShardError:
                 raise
             except Exception as exc:  # a lost worker, or an error of the loss itself
@@ -448,6 +641,50 @@ class ShardedLoss(Oracle):
         self._next_line += 1
         return ShardedLine(self, w, p, self._next_line)
 
+    # --- certificates: dual points kept on the shards ----------------------------------
+    def _take_dead_duals(self) -> list:
+        dead = self._dead_duals[:]  # the list itself is the finalizers' (appended to)
+        del self._dead_duals[:len(dead)]
+        return dead
+
+    def adopt_evidence(self, evidence, problem):
+        r"""The evidence a certificate of ``problem`` (whose loss this is) keeps: for a margin
+        loss (hinge, squared hinge, logistic), query-point evidence becomes a
+        :class:`ShardedDualPoint` whose per-shard dual vectors stay on the shards; any other
+        evidence, or when forming it fails (a shard lost for good), is kept as it is.
+
+        Called once per run by :meth:`nsopt.Certificate.from_evidence`. Cost: per query point
+        with a positive multiplier, one pass :math:`X_k w` on every shard (in parallel); the
+        driver receives one plane ``(a_k, b_k)`` per shard."""
+        from .certificate import QueryPoints
+
+        if (self._dual_upper is None or not isinstance(evidence, QueryPoints)
+                or getattr(problem, "loss", None) is not self or self.lower_bound != 0.0):
+            return evidence
+        W = np.asarray(evidence.weights, dtype=np.float64)
+        floor = np.asarray(evidence.floor, dtype=np.float64)
+        if W.ndim != 2 or W.shape[1] not in (1, self.n_shards) or floor.shape != (W.shape[1],):
+            return evidence
+        if not (np.all(np.isfinite(W)) and np.all(W >= 0) and np.all(np.isfinite(floor))):
+            return evidence
+        token = os.urandom(12).hex()
+        keep = np.flatnonzero(W.any(axis=1))  # only the points that weigh: shipped once
+        points = [np.asarray(evidence.points[i], dtype=np.float64) for i in keep]
+        recipe = (points, W[keep], floor, W.shape[1])
+        try:
+            pieces = self._map("dual_form", token, *recipe, self._take_dead_duals())
+        except (Exception, ShardsLost):  # a lost shard: the query points stay the evidence
+            return evidence
+        a, b = np.zeros(self.dim), 0.0
+        for a_k, b_k in pieces:  # shard order
+            a += a_k
+            b += b_k
+        out = ShardedDualPoint(token=token, digests=tuple(s.digest for s in self._shards),
+                               offsets=tuple(float(b_k) for _, b_k in pieces), recipe=recipe,
+                               plane=(a, b))
+        weakref.finalize(out, self._dead_duals.append, token)  # dropped on the next call
+        return out
+
     def group_value_and_subgradients(self, w: np.ndarray, n_groups: int):
         """The shards' partial risks ``(values (P,), subgradients (P, d))`` for
         ``n_groups == n_shards`` (one cutting-plane model per shard, ``n_models=P``)."""
@@ -463,9 +700,13 @@ class ShardedLoss(Oracle):
 class ShardedLine(LineFunction):
     r""":math:`\varphi(\eta) = \sum_k \varphi_k(\eta)`, each :math:`\varphi_k` kept on the worker
     of shard ``k`` with its :math:`X_k w` and :math:`X_k p`: a value or a one-sided derivative
-    moves one float per shard. ``breakpoints`` gathers the shards' kinks once (O(m) floats;
-    the exact line search of :meth:`LineFunction.minimize` then bisects over them with
-    O(log m) derivative round trips)."""
+    moves one float per shard.
+
+    :meth:`minimize` (and that of the line of the whole risk, this line plus the
+    regularizer's) searches the breakpoints **where they live**: each shard keeps its sorted
+    kinks and a round of the search moves O(1) numbers per shard (:func:`_select_minimize`),
+    so an exact line search moves O(shards x rounds) numbers, not O(m). ``breakpoints()``
+    still gathers every kink to the driver (O(m) floats), for callers that ask for them."""
 
     cheap_derivative = True
 
@@ -478,9 +719,14 @@ class ShardedLine(LineFunction):
         # finalizer: one could run on the client's event-loop thread and block it)
         live = set(loss._open_lines.keys())
         drop = [k for k in loss._opened if k not in live]
-        loss._map("open_line", key, self.w, self.p, drop)
+        facts = loss._map("open_line", key, self.w, self.p, drop, loss._take_dead_duals())
         loss._opened = [k for k in loss._opened if k in live] + [key]
         loss._open_lines[key] = self
+        #: the shards' lines know their breakpoints (hinge-type and smooth scalar losses)
+        self.has_breakpoints = all(f[0] for f in facts)
+        self.affine_between_breakpoints = all(f[1] for f in facts)
+        #: piecewise linear (hinge-type): the search reads derivatives from jump sums
+        self.piecewise_linear = all(f[2] for f in facts)
 
     def value(self, eta):
         return _ordered_sum(self.loss._map("line_value", self.key, float(eta)))
@@ -500,6 +746,291 @@ class ShardedLine(LineFunction):
             merged.sort()
             self._bps = merged
         return self._bps
+
+    def minimize(self, lo=0.0, hi=math.inf):
+        eta = _select_minimize(self, [self], self, lo, hi)
+        return LineFunction.minimize(self, lo, hi) if eta is None else eta
+
+    def __add__(self, other):
+        if isinstance(other, LineFunction):
+            return _ShardedSumLine([self, other], self)
+        return NotImplemented
+
+
+class _ShardedSumLine(SumLine):
+    """A sum of lines one of which is a :class:`ShardedLine` (the risk's: the loss's line plus
+    the regularizer's): ``minimize`` by the distributed breakpoint search, the other lines'
+    breakpoints (an L1 regularizer's) joining it as one more source, kept on the driver."""
+
+    def __init__(self, lines, sharded: ShardedLine):
+        super().__init__(lines)
+        self.sharded = sharded
+
+    def minimize(self, lo=0.0, hi=math.inf):
+        eta = _select_minimize(self, self.lines, self.sharded, lo, hi)
+        return SumLine.minimize(self, lo, hi) if eta is None else eta
+
+    def __add__(self, other):
+        if isinstance(other, LineFunction):
+            return _ShardedSumLine([*self.lines, other], self.sharded)
+        return NotImplemented
+
+
+def _gap_samples(bps: np.ndarray, edges, n_samples: int):
+    """For each pair of consecutive ``edges`` ``(a, b)``: the number of the sorted ``bps`` in
+    the open interval ``(a, b)`` and at most ``n_samples`` of them, evenly spaced in rank."""
+    out = []
+    for a, b in zip(edges[:-1], edges[1:]):
+        i0 = int(np.searchsorted(bps, a, side="right"))
+        i1 = int(np.searchsorted(bps, b, side="left"))
+        n = max(i1 - i0, 0)
+        if n <= n_samples:
+            sample = np.array(bps[i0:i0 + n])
+        else:
+            sample = bps[i0 + ((np.arange(n_samples) + 0.5) * (n / n_samples)).astype(np.int64)]
+        out.append((n, sample))
+    return out
+
+
+def _pivots(gap, k: int) -> list:
+    """Up to ``k`` distinct pivots in one gap: the weighted ``j/(k+1)`` quantiles of the
+    sources' samples, a sample of a source with ``n`` points in ``s`` samples weighing
+    ``n / s`` (exact quantiles once every source sends all its points)."""
+    values = [np.asarray(s, dtype=np.float64) for n, s in gap if n and len(s)]
+    weights = [np.full(len(s), n / len(s)) for n, s in gap if n and len(s)]
+    v, w = np.concatenate(values), np.concatenate(weights)
+    order = np.argsort(v, kind="stable")
+    v, cum = v[order], np.cumsum(w[order])
+    idx = np.searchsorted(cum, cum[-1] * np.arange(1, k + 1) / (k + 1), side="left")
+    return [float(x) for x in np.unique(v[np.minimum(idx, v.size - 1)])]
+
+
+class _MemoLine(LineFunction):
+    """``line`` with the one-sided derivatives found by the search remembered: the last
+    piece's closed form re-reads them without another round trip."""
+
+    cheap_derivative = True
+
+    def __init__(self, line, memo, affine):
+        self.line, self.memo, self.affine_between_breakpoints = line, memo, affine
+
+    def value(self, eta):
+        return self.line.value(eta)
+
+    def derivative(self, eta, side=1):
+        key = (float(eta), side)
+        if key not in self.memo:
+            self.memo[key] = self.line.derivative(eta, side)
+        return self.memo[key]
+
+
+def _select_minimize(line, lines, sharded: ShardedLine, lo, hi):
+    r"""An exact minimiser of ``line`` (:math:`\sum` of ``lines``, one of them ``sharded``) on
+    ``[lo, hi]`` by a distributed selection over the breakpoints, or None when the shards'
+    lines have none (then the generic search runs).
+
+    The one-machine search (:meth:`LineFunction.minimize`) bisects the sorted breakpoints for
+    the smallest :math:`b` with :math:`\varphi'(b^+) \ge 0`, then solves on the piece
+    :math:`(b^-, b]`. Here the breakpoints stay on the shards, sorted. A round sends
+    :math:`K` pivots inside the bracket :math:`(L, R)`; each shard answers its one-sided
+    derivatives at them and, for each of the :math:`K + 1` gaps, its count of breakpoints
+    there and ``loss.line_samples`` of them spaced in rank. The driver adds the derivatives
+    in shard order (then the other lines', as the one-machine line does), keeps the gap
+    where :math:`\varphi'` turns nonnegative, and takes the next pivots at the weighted
+    quantiles of the samples in it: each round cuts the bracket's breakpoints by about
+    :math:`K + 1`, and the pivots are breakpoints, so the search ends (no breakpoint left
+    between :math:`L` and :math:`R`) after about :math:`\log_{K+1}` (kinks) rounds with the
+    bracket of the bisection; the last piece is then solved as there, from the true
+    derivatives already known (closed form where :math:`\varphi'` is affine).
+
+    Piecewise-linear shard lines (hinge-type losses): the shards read their derivatives at
+    the pivots from running sums of the jumps (``line_select_jumps``: O(log m_k) a pivot, no
+    pass over the data), with ``loss.jump_pivots`` pivots a round; one more round takes the
+    true derivatives at the final bracket's ends and confirms it (as the one-machine
+    ``first_crossing`` search does); a bracket the true derivatives contradict (rounding)
+    sends the search again with true derivatives (``loss.line_pivots`` a round, each a pass
+    over the shard's line). Per round: :math:`O(K \cdot` ``line_samples``:math:`)` floats
+    per shard, whatever its size."""
+    loss = sharded.loss
+    if loss.line_search != "select" or not sharded.has_breakpoints:
+        return None
+    if not lo <= hi:
+        raise ValueError(f"need lo <= hi, got [{lo}, {hi}]")
+    if not math.isfinite(lo):
+        raise ValueError("minimize needs a finite lower end lo")
+    lo, hi = float(lo), float(hi)
+    if lo == hi:
+        return lo
+    local = []
+    for other in lines:
+        if other is not sharded:
+            bps = other.breakpoints()
+            if bps is None:
+                return None
+            local.append(np.sort(np.asarray(bps, dtype=np.float64)))
+    q = int(loss.line_samples)
+
+    def ask(method, pivots, L, R):
+        """One round: the total one-sided derivatives at the pivots, and the shards' gaps."""
+        extra = (lo,) if method == "line_select_jumps" else ()  # the jump sums' origin
+        replies = loss._map(method, sharded.key, pivots, L, R, q, *extra)
+        if any(gaps is None for _, gaps in replies):
+            return None, None
+        ders = {}
+        for j, v in enumerate(pivots):
+            for i, side in enumerate((1, -1)):
+                part = _ordered_sum(r[0][j][i] for r in replies)
+                acc = 0  # SumLine.derivative's sum, term by term in the lines' order
+                for other in lines:
+                    acc = acc + (part if other is sharded else other.derivative(v, side))
+                ders[(v, side)] = float(acc)
+        return ders, [gaps for _, gaps in replies]
+
+    def search(method, k, pivots, ders, gaps, L, R):
+        """Narrow ``(L, R)`` round by round until no breakpoint is left inside."""
+        while True:
+            j = next((j for j, v in enumerate(pivots) if ders[(v, 1)] >= 0), len(pivots))
+            edges = [L, *pivots, R]
+            L, R = edges[j], edges[j + 1]
+            gap = [g[j] for g in gaps] + [_gap_samples(b, [L, R], q)[0] for b in local]
+            if sum(n for n, _ in gap) == 0:
+                return L, R
+            pivots = _pivots(gap, k)
+            ders, gaps = ask(method, pivots, L, R)
+            if ders is None:
+                return None
+            found.update(ders)
+
+    memo, found = ask("line_select", [lo], lo, hi)  # true derivatives at lo, gaps of (lo, hi)
+    if memo is None:
+        return None
+    if memo[(lo, 1)] >= 0:
+        return lo
+    first = (dict(memo), found)
+    bracket = None
+    if sharded.piecewise_linear:
+        found = dict(memo)
+        bracket = search("line_select_jumps", int(loss.jump_pivots), [lo], *first, lo, hi)
+        if bracket is not None:  # confirm with the true derivatives at its ends
+            L, R = bracket
+            ends = [v for v in (L, R) if v != lo and math.isfinite(v)]
+            if ends:
+                ders, _ = ask("line_select", ends, L, R)
+                memo.update(ders or {})
+            if not ((L == lo or memo.get((L, 1), 0.0) < 0)
+                    and (R == hi or memo.get((R, 1), -1.0) >= 0)):
+                bracket = None
+    if bracket is None:
+        found = memo
+        bracket = search("line_select", int(loss.line_pivots), [lo], *first, lo, hi)
+        if bracket is None:
+            return None
+    L, R = bracket
+    affine = bool(getattr(line, "affine_between_breakpoints", False))
+    return _minimize_piecewise(_MemoLine(line, memo, affine), np.empty(0), L, R)
+
+
+# ----------------------------------------------------------------------------------------
+# certificates: the dual point of a sharded margin loss, kept on the shards
+# ----------------------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class ShardedDualPoint(Evidence):
+    r"""A Fenchel dual point :math:`t = (t_1, \dots, t_P)` of a sharded margin loss whose
+    pieces :math:`t_k \in [0, u]^{m_k}` stay on the shards (``u = loss.dual_upper``).
+
+    The driver keeps O(P) numbers: the ``token`` under which every shard keeps its piece, the
+    shards' data ``digests``, the claimed ``offsets`` :math:`b_k(t_k) = -\sum_{i \in S_k} c_i
+    l^*(-y_i t_{k,i}, y_i)` and the ``plane`` :math:`(\bar a, \bar b)`; plus the ``recipe``
+    the pieces were formed from (the run's query points and multipliers, already on the
+    driver): :math:`t_k = \sum_i W_i\, t(w_i)` restricted to shard k (the column of shard k's
+    model with ``n_models = P``), :math:`t(w)` the dual point of the subgradient the oracle
+    returns at :math:`w`, so the plane is at least the query points' (equal slope, offset
+    larger by the concavity of :math:`b`).
+
+    Check (:meth:`verify`, called by :meth:`~nsopt.Certificate.check`): every shard
+    re-verifies its piece (length, finite, in the box of its own loss) and rebuilds its plane
+    :math:`(a_k, b_k) =` ``loss.dual_plane(t_k)`` from its data, in one pass; the driver
+    compares each rebuilt :math:`b_k` with the claimed offset (a forged piece or aggregate is
+    named by its shard), sums the planes in shard order and bounds
+    :math:`b - \lambda\Omega^*(-a/\lambda)`: the verdict of :class:`~nsopt.certificate.DualPoint`
+    on the concatenated :math:`t`, without moving it. A piece that is gone (its worker was
+    lost, the shard rebuilt, or the certificate outlived the run's driver objects) is formed
+    again from the recipe on the shard and verified like any other; without a recipe the
+    check fails naming the shard."""
+
+    token: str
+    digests: tuple
+    offsets: tuple
+    recipe: tuple | None = field(default=None, repr=False)
+    plane: tuple | None = field(default=None, repr=False)
+    kind = "sharded-dual-point"
+
+    def _loss(self, problem):
+        loss = getattr(problem, "loss", None)
+        if not isinstance(loss, ShardedLoss):
+            _fail(f"sharded dual-point evidence needs the sharded problem the run solved "
+                  f"(a RegularizedRisk of a ShardedLoss), got a loss "
+                  f"{type(loss).__name__}")
+        if loss._dual_upper is None:
+            _fail(f"sharded dual-point evidence needs a margin loss with a dual; the shards "
+                  f"hold {loss.kind}")
+        if len(self.digests) != loss.n_shards or len(self.offsets) != loss.n_shards:
+            _fail(f"the evidence has {len(self.digests)} shard digests and "
+                  f"{len(self.offsets)} offsets for {loss.n_shards} shards")
+        for k, (digest, s) in enumerate(zip(self.digests, loss._shards)):
+            if digest != s.digest:
+                _fail(f"shard {k}'s piece belongs to other data (its digest differs)")
+        return loss
+
+    def _pieces(self, loss):
+        try:
+            replies = loss._map("dual_check", self.token, None)
+            gone = [k for k, r in enumerate(replies) if r is None]
+            if gone:
+                if self.recipe is None:
+                    _fail(f"the dual point of shard {gone[0]} is gone (its worker was lost) "
+                          "and the evidence has no recipe to form it again")
+                replies = loss._map("dual_check", self.token, self.recipe)
+        except ShardsLost as exc:  # never a KeyboardInterrupt out of a check
+            raise CertificateError(f"the shards holding the dual point cannot be reached: "
+                                   f"{exc}") from None
+        except CertificateError:
+            raise
+        except Exception as exc:
+            raise CertificateError(f"a shard refused its dual point: "
+                                   f"{type(exc).__name__}: {exc}") from exc
+        return replies
+
+    def verify(self, problem):
+        from .certificate import _plane_bound
+
+        loss = self._loss(problem)
+        offsets = _finite_array(self.offsets, "the shards' offsets", (loss.n_shards,))
+        replies = self._pieces(loss)
+        a, b, scale = np.zeros(problem.dim), 0.0, 0.0
+        for k, reply in enumerate(replies):  # shard order
+            if reply is None or reply[0] != "ok":
+                _fail(f"the dual point of shard {k} "
+                      f"{'is gone' if reply is None else reply[1]}")
+            a_k, b_k = reply[1], float(reply[2])
+            if not abs(offsets[k] - b_k) <= 1e-9 * max(1.0, abs(b_k)):
+                _fail(f"shard {k}'s offset b_k is claimed {offsets[k]!r} but its dual point "
+                      f"rebuilds {b_k!r}")
+            a += a_k
+            b += b_k
+            scale = max(scale, abs(b_k))
+        bound, _, conj = _plane_bound(problem, a, b, 0.0)  # t = 0 is the floor plane (0, 0)
+        return bound, a, b, max(abs(b), abs(conj), scale), []
+
+    def gather(self, problem) -> DualPoint:
+        """The plain :class:`~nsopt.certificate.DualPoint` (the pieces concatenated on the
+        driver: O(m) floats; for tests and small problems)."""
+        loss = self._loss(problem)
+        parts = loss._map("dual_vector", self.token)
+        if any(p is None for p in parts):
+            self._pieces(loss)  # formed again from the recipe where gone
+            parts = loss._map("dual_vector", self.token)
+        return DualPoint(np.concatenate(parts), plane=self.plane)
 
 
 # ----------------------------------------------------------------------------------------
