@@ -20,7 +20,8 @@ from ..bundle import PlaneBundle
 from ..oracle import OracleNumericalError, freeze
 from .._validation import Interval, NoneOr, Option, Satisfies, check_box
 from ._base import ProblemNotSupported, Solver
-from ._region import (MasterLPError, ModelMinimum, box_model_minimum, planes_evidence,
+from ..inner.level_master import BoxModelLP, highs_available, project_level_set
+from ._region import (MasterLPError, ModelMinimum, box_min, box_model_minimum, planes_evidence,
                       region_from_options)
 from ._registry import register
 
@@ -168,6 +169,7 @@ class LevelBundle(Solver):
         ub: np.ndarray
         n_planes: int
         n_qp_fallbacks: int
+        lp: object = None          # the hot-started LP (BoxModelLP, rows = the bundle's) or None
 
     def check_problem(self, problem):  # required_options says so up front
         """Any oracle, but only with a bounded set: a finite box ``bounds`` (a constraint), or
@@ -189,8 +191,21 @@ class LevelBundle(Solver):
         return region_from_options(self.config, problem.dim).enclosing_box()
 
     # --- the two subproblems --------------------------------------------------------------
-    def _model_minimum(self, problem, bundle, lb, ub):
-        """:func:`~nsopt.solvers._region.box_model_minimum` (an LP failure ends the run)."""
+    def _model_minimum(self, problem, bundle, lb, ub, lp=None):
+        """The LP: hot-started in ``lp`` (:class:`~nsopt.inner.level_master.BoxModelLP`),
+        else (or when it reports no optimum) from scratch by
+        :func:`~nsopt.solvers._region.box_model_minimum`, whose failure ends the run. Either
+        way the bound is computed from the multipliers made feasible, never the LP's value."""
+        if lp is not None:
+            left = (None if problem.deadline is None
+                    else problem.deadline - time.perf_counter())
+            out = lp.solve(left)
+            if out is not None and np.all(np.isfinite(out[2])):
+                x, _, alpha = out
+                alpha = bundle.feasible(alpha)
+                a_bar, b_bar = bundle.combine(alpha)
+                return ModelMinimum(np.clip(x, lb, ub), b_bar + box_min(a_bar, lb, ub), alpha,
+                                    a_bar, b_bar)
         try:
             return box_model_minimum(bundle, lb, ub, problem.deadline)
         except MasterLPError as exc:
@@ -201,41 +216,26 @@ class LevelBundle(Solver):
             raise OracleNumericalError(f"level-bundle: {exc}", None, "the master LP") from None
 
     def _project(self, bundle, centre, level, slack, lb, ub):
-        """:math:`\\arg\\min \\|x - c\\|^2` s.t. :math:`A x + b \\le l`, :math:`x \\in Q` (OSQP);
-        ``(x, multipliers of the planes)``, or ``(None, None)`` when OSQP neither solved it nor
-        stopped at a point whose model value is within ``slack`` of the level."""
-        import osqp  # a dependency, loaded on first use only
-
-        d = bundle.dim
+        """:math:`\\arg\\min \\|x - c\\|^2` s.t. :math:`A x + b \\le l`, :math:`x \\in Q`
+        (:func:`~nsopt.inner.level_master.project_level_set`, Goldfarb-Idnani, compiled);
+        ``(x, multipliers of the planes)``, or ``(None, None)`` when it fails or its point's
+        model value is not within ``slack`` of the level."""
         rows = bundle.rows()
-        A = sp.vstack([sp.csc_matrix(rows), sp.identity(d, format="csc")], format="csc")
-        lo = np.concatenate([np.full(bundle.n, -np.inf), lb])
-        hi = np.concatenate([level - bundle.b, ub])
-        solver = osqp.OSQP()
-        scale = max(1.0, float(np.max(np.abs(centre), initial=0.0)))
-        solver.setup(sp.identity(d, format="csc"), -centre, A, lo, hi, verbose=False,
-                     eps_abs=1e-8 * scale, eps_rel=1e-8, eps_prim_inf=1e-15,
-                     eps_dual_inf=1e-15, max_iter=2000, polishing=True)
-        res = solver.solve(raise_error=False)
-        x = res.x
-        if x is None or not np.all(np.isfinite(x)):
+        A = rows.toarray() if sp.issparse(rows) else rows
+        scale = 1.0 + float(np.max(np.abs(centre), initial=0.0))
+        x, mult = project_level_set(A, level - bundle.b, lb, ub, centre, tol=1e-12 * scale)
+        if x is None or not np.all(np.isfinite(x)) or not bundle.model(x) <= level + slack:
             return None, None
-        x = np.clip(np.asarray(x, dtype=np.float64), lb, ub)
-        status = str(getattr(res.info, "status", "")).lower()
-        # an unsolved QP's iterate serves when it is well inside the level set's neighbourhood
-        # (the step is then only less exact); otherwise the caller takes the LP's point
-        if not status.startswith("solved") and not bundle.model(x) <= level + slack:
-            return None, None
-        return x, np.asarray(res.y[: bundle.n])
+        return x, mult
 
     def _certify(self, problem, bundle, m, lb, ub):
         """The :class:`~nsopt.certificate.OraclePlanes` evidence of the LP bound ``m``."""
         return planes_evidence(bundle, m.alpha, problem.lower_bound, (m.a_bar, m.b_bar),
                                lb=lb, ub=ub)
 
-    def _iterate(self, problem, bundle, x, fun_up, lower, evidence, lb, ub, fallbacks):
+    def _iterate(self, problem, bundle, x, fun_up, lower, evidence, lb, ub, fallbacks, lp=None):
         """Bound, level and next point for the current bundle (the state after an evaluation)."""
-        m = self._model_minimum(problem, bundle, lb, ub)
+        m = self._model_minimum(problem, bundle, lb, ub, lp)
         if m.bound > lower:
             ev = self._certify(problem, bundle, m, lb, ub)
             if ev is not None:
@@ -254,31 +254,43 @@ class LevelBundle(Solver):
         bundle.update_ages(active.astype(np.float64))
         return self.State(x=x, fun_up=fun_up, lower_bound=lower, evidence=evidence, level=level,
                           x_next=freeze(nxt), alpha=m.alpha, active=active, bundle=bundle,
-                          lb=lb, ub=ub, n_planes=bundle.n, n_qp_fallbacks=fallbacks)
+                          lb=lb, ub=ub, n_planes=bundle.n, n_qp_fallbacks=fallbacks, lp=lp)
 
     # --- init and step -----------------------------------------------------------------------
     def init(self, problem, x0):
         lb, ub = self._box(problem)
         x0 = freeze(np.clip(x0, lb, ub))            # a start outside the box is projected
         bundle = PlaneBundle(problem.dim, evidence="points")
+        lp = BoxModelLP(lb, ub) if highs_available() else None
         if math.isfinite(problem.lower_bound):
             bundle.add_floor(problem.lower_bound)   # the oracle's floor: a plane of slope 0
+            self._mirror(bundle, lp)
         ev = problem.evaluate(x0)
         bundle.add_at(ev.w, ev.fun, ev.subgradient)
-        return self._iterate(problem, bundle, ev.w, float(ev.fun), -math.inf, None, lb, ub, 0)
+        self._mirror(bundle, lp)
+        return self._iterate(problem, bundle, ev.w, float(ev.fun), -math.inf, None, lb, ub, 0, lp)
+
+    @staticmethod
+    def _mirror(bundle, lp):
+        """The bundle's newest plane as a row of the hot-started LP."""
+        if lp is not None:
+            rows = bundle.rows(bundle.n - 1)
+            a = rows.toarray()[0] if sp.issparse(rows) else rows[0]
+            lp.add(a, float(bundle.b[bundle.n - 1]))
 
     def step(self, problem, s):
         if not s.fun_up - s.lower_bound > 0:
             return s
         bundle = s.bundle
         if self.max_planes is not None and bundle.n >= self.max_planes:
-            self._make_room(bundle, s.alpha, s.active)
+            self._make_room(bundle, s.alpha, s.active, s.lp)
         ev = problem.evaluate(s.x_next)
         bundle.add_at(ev.w, ev.fun, ev.subgradient)
+        self._mirror(bundle, s.lp)
         return self._iterate(problem, bundle, ev.w, min(s.fun_up, float(ev.fun)), s.lower_bound,
-                             s.evidence, s.lb, s.ub, s.n_qp_fallbacks)
+                             s.evidence, s.lb, s.ub, s.n_qp_fallbacks, s.lp)
 
-    def _make_room(self, bundle, alpha, active):
+    def _make_room(self, bundle, alpha, active, lp=None):
         """Drop planes until one more fits: inactive ones first (longest idle first), then
         those active in the QP only; never the fixed floor or a plane with a positive LP
         multiplier (the current evidence)."""
@@ -293,6 +305,8 @@ class LevelBundle(Solver):
         mask = np.zeros(n, dtype=bool)
         mask[order[:excess]] = True
         bundle.drop(mask)
+        if lp is not None:
+            lp.drop(mask)
 
     def info(self, s):
         return {"n_planes": s.n_planes, "level": s.level, "n_qp_fallbacks": s.n_qp_fallbacks}
