@@ -79,6 +79,8 @@ class BoxModelLP:
         self.dim = d = int(lb.size)
         h = cls()
         h.setOptionValue("output_flag", False)
+        h.setOptionValue("threads", 1)          # a small LP: no worker threads to wake
+        h.setOptionValue("parallel", "off")
         h.setOptionValue("primal_feasibility_tolerance", 1e-10)
         h.setOptionValue("dual_feasibility_tolerance", 1e-10)
         self._inf = float(h.getInfinity())

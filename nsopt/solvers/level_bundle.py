@@ -151,6 +151,9 @@ class LevelBundle(Solver):
             doc="the box lb <= x <= ub (required, finite): a constraint"),
         "level_fraction": Option(0.29, Interval(Real, 0, 1, closed="neither"),
                                  doc="lambda: the level's place between the bounds"),
+        "lp_every": Option(2, NoneOr(Interval(Integral, 1, None, closed="left")),
+                           doc="solve the LP every this many iterations (None: only when the "
+                               "level set is empty)"),
         "max_planes": Option(200, NoneOr(Interval(Integral, 3, None, closed="left")),
                              doc="planes kept (never those of the current evidence)"),
     }
@@ -170,6 +173,7 @@ class LevelBundle(Solver):
         n_planes: int
         n_qp_fallbacks: int
         lp: object = None          # the hot-started LP (BoxModelLP, rows = the bundle's) or None
+        k: int = 0                 # iterations (steps) so far
 
     def check_problem(self, problem):  # required_options says so up front
         """Any oracle, but only with a bounded set: a finite box ``bounds`` (a constraint), or
@@ -233,27 +237,60 @@ class LevelBundle(Solver):
         return planes_evidence(bundle, m.alpha, problem.lower_bound, (m.a_bar, m.b_bar),
                                lb=lb, ub=ub)
 
-    def _iterate(self, problem, bundle, x, fun_up, lower, evidence, lb, ub, fallbacks, lp=None):
-        """Bound, level and next point for the current bundle (the state after an evaluation)."""
-        m = self._model_minimum(problem, bundle, lb, ub, lp)
-        if m.bound > lower:
-            ev = self._certify(problem, bundle, m, lb, ub)
+    def _offer(self, problem, bundle, alpha, lower, evidence, lb, ub):
+        """The bound :math:`\\bar b + \\min_Q\\langle\\bar a, y\\rangle` of the multipliers
+        ``alpha`` (made feasible), with its evidence, when it beats ``lower``."""
+        alpha = bundle.feasible(alpha)
+        a_bar, b_bar = bundle.combine(alpha)
+        value = b_bar + box_min(a_bar, lb, ub)
+        if value > lower:
+            ev = planes_evidence(bundle, alpha, problem.lower_bound, (a_bar, b_bar), lb=lb, ub=ub)
             if ev is not None:
-                lower, evidence = m.bound, ev
-        active = m.alpha > 0
-        low = max(lower, m.bound)
-        level = low + self.level_fraction * (fun_up - low)                   # [LNN95, Sec. 2]
-        if fun_up - low > 0 and low > -math.inf:
+                return value, ev
+        return lower, evidence
+
+    def _iterate(self, problem, bundle, x, fun_up, lower, evidence, lb, ub, fallbacks, lp=None,
+                 alpha=None):
+        """Bound, level and next point for the current bundle (the state after an evaluation).
+
+        ``alpha``: the last LP's multipliers, aligned with the bundle (None: solve the LP now).
+        The LP is solved when the projection fails (the level set is empty, or the projection
+        did not converge) or ``lp_every`` iterations have passed; the projection's own
+        multipliers give a bound every iteration."""
+        solved = False
+        point = None
+        if alpha is None:
+            m = self._model_minimum(problem, bundle, lb, ub, lp)
+            lower, evidence = self._offer(problem, bundle, m.alpha, lower, evidence, lb, ub) \
+                if m.bound > lower else (lower, evidence)
+            alpha, point, solved = m.alpha, m.point, True
+        nxt, mult, level = None, None, lower
+        while True:
+            level = lower + self.level_fraction * (fun_up - lower)             # [LNN95, Sec. 2]
+            if not (fun_up - lower > 0 and lower > -math.inf):
+                break               # closed up to rounding: the loop stops on this state
             nxt, mult = self._project(bundle, x, level, 0.5 * (fun_up - level), lb, ub)
-            if nxt is None:
-                nxt, fallbacks = m.point, fallbacks + 1
-            else:
-                active = active | (np.abs(mult) > 0)
-        else:                       # closed up to rounding: the loop stops on this state
-            nxt = m.point
+            if nxt is not None or solved:
+                break
+            # an empty level set (the model's minimum is above the level), or a failed
+            # projection: the LP raises the bound, and the level with it
+            m = self._model_minimum(problem, bundle, lb, ub, lp)
+            lower, evidence = self._offer(problem, bundle, m.alpha, lower, evidence, lb, ub) \
+                if m.bound > lower else (lower, evidence)
+            alpha, point, solved = m.alpha, m.point, True
+        active = alpha > 0
+        if nxt is None:
+            if point is None:
+                point = self._model_minimum(problem, bundle, lb, ub, lp).point
+            nxt = point
+            if fun_up - lower > 0 and lower > -math.inf:
+                fallbacks += 1
+        elif mult is not None and mult.sum() > 0:
+            active = active | (mult > 0)
+            lower, evidence = self._offer(problem, bundle, mult, lower, evidence, lb, ub)
         bundle.update_ages(active.astype(np.float64))
         return self.State(x=x, fun_up=fun_up, lower_bound=lower, evidence=evidence, level=level,
-                          x_next=freeze(nxt), alpha=m.alpha, active=active, bundle=bundle,
+                          x_next=freeze(nxt), alpha=alpha, active=active, bundle=bundle,
                           lb=lb, ub=ub, n_planes=bundle.n, n_qp_fallbacks=fallbacks, lp=lp)
 
     # --- init and step -----------------------------------------------------------------------
@@ -282,13 +319,17 @@ class LevelBundle(Solver):
         if not s.fun_up - s.lower_bound > 0:
             return s
         bundle = s.bundle
+        alpha = s.alpha
         if self.max_planes is not None and bundle.n >= self.max_planes:
-            self._make_room(bundle, s.alpha, s.active, s.lp)
+            alpha = alpha[self._make_room(bundle, s.alpha, s.active, s.lp)]
         ev = problem.evaluate(s.x_next)
         bundle.add_at(ev.w, ev.fun, ev.subgradient)
         self._mirror(bundle, s.lp)
+        alpha = np.append(alpha, 0.0)
+        lazy = s.lp is not None and (self.lp_every is None or (s.k + 1) % self.lp_every)
         return self._iterate(problem, bundle, ev.w, min(s.fun_up, float(ev.fun)), s.lower_bound,
-                             s.evidence, s.lb, s.ub, s.n_qp_fallbacks, s.lp)
+                             s.evidence, s.lb, s.ub, s.n_qp_fallbacks, s.lp,
+                             alpha if lazy else None)._replace(k=s.k + 1)
 
     def _make_room(self, bundle, alpha, active, lp=None):
         """Drop planes until one more fits: inactive ones first (longest idle first), then
@@ -304,9 +345,10 @@ class LevelBundle(Solver):
                        key=lambda i: (bool(active[i]), -int(age[i]), i))
         mask = np.zeros(n, dtype=bool)
         mask[order[:excess]] = True
-        bundle.drop(mask)
+        keep = bundle.drop(mask)
         if lp is not None:
             lp.drop(mask)
+        return keep
 
     def info(self, s):
         return {"n_planes": s.n_planes, "level": s.level, "n_qp_fallbacks": s.n_qp_fallbacks}
