@@ -30,6 +30,7 @@ References
 """
 from __future__ import annotations
 
+import importlib
 import math
 
 import numba
@@ -39,18 +40,15 @@ __all__ = ["BoxModelLP", "project_level_set", "highs_available"]
 
 
 def _highs_class():
-    """HiGHS's ``Highs`` class: from ``highspy`` when installed, else the copy scipy ships
-    (``scipy.optimize._highspy``); None when neither imports."""
-    try:
-        from highspy import Highs  # type: ignore
-        return Highs
-    except Exception:   # noqa: BLE001 (absent or broken: try scipy's)
-        pass
-    try:
-        from scipy.optimize._highspy._core import _Highs  # type: ignore
-        return _Highs
-    except Exception:   # noqa: BLE001
-        return None
+    """HiGHS's object model: the copy scipy ships (``scipy.optimize._highspy``, silent), else
+    ``highspy``'s; None when neither imports."""
+    for module, name in (("scipy.optimize._highspy._core", "_Highs"), ("highspy._core", "_Highs"),
+                         ("highspy", "Highs")):
+        try:
+            return getattr(importlib.import_module(module), name)
+        except Exception:   # noqa: BLE001 (absent, moved or broken: try the next)
+            continue
+    return None
 
 
 def highs_available() -> bool:
