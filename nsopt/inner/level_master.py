@@ -219,15 +219,21 @@ def _project(A, r, lb, ub, centre, tol, max_iter):  # pragma: no cover (compiled
     it = 0
     while True:
         # step 1: the most violated constraint (relative to its normal's length)
+        slack = r - A @ x if m else np.zeros(0)
         p, worst = -1, 0.0
         for i in range(n_con):
             if is_act[i] or norms[i] == 0.0:
                 continue
-            if i >= m and (i < m + d and not math.isfinite(ub[i - m])):
-                continue
-            if i >= m + d and not math.isfinite(lb[i - m - d]):
-                continue
-            v = _slack(A, r, lb, ub, i, x) / norms[i]
+            if i < m:
+                v = slack[i] / norms[i]
+            elif i < m + d:
+                if not math.isfinite(ub[i - m]):
+                    continue
+                v = ub[i - m] - x[i - m]
+            else:
+                if not math.isfinite(lb[i - m - d]):
+                    continue
+                v = x[i - m - d] - lb[i - m - d]
             if v < worst:
                 worst, p = v, i
         if p < 0 or worst >= -tol:
@@ -239,16 +245,11 @@ def _project(A, r, lb, ub, centre, tol, max_iter):  # pragma: no cover (compiled
             if it > max_iter:
                 return x, u, act, q, 2
             # step 2: primal direction z = J2 J2^T n, dual direction r = R^{-1} J1^T n
-            for k in range(d):                               # J is stored transposed
-                s = 0.0
-                for l in range(d):
-                    s += J[k, l] * npv[l]
-                dv[k] = s
+            dv[:] = J @ npv                                  # J is stored transposed
             z[:] = 0.0
-            for k in range(q, d):
+            for k in range(q, d):                            # rows of J^T: contiguous
                 if dv[k] != 0.0:
-                    for l in range(d):
-                        z[l] += dv[k] * J[k, l]
+                    z += dv[k] * J[k]
             for k in range(q - 1, -1, -1):
                 s = dv[k]
                 for l in range(k + 1, q):
