@@ -198,6 +198,11 @@ class RegionCertifier:
     the longest idle first; then the bundle is aggregated (a convex combination of planes is a
     plane: the bound so far stays provable).
 
+    The LP lives on between bounds when HiGHS's object model is importable
+    (:class:`~nsopt.inner.level_master.BoxModelLP`: new planes are added as rows, dropped
+    ones deleted, and the dual simplex restarts from the last basis; an aggregation rebuilds
+    it); otherwise, or when it reports no optimum, it is solved from scratch.
+
     Parameters
     ----------
     problem : Oracle
