@@ -250,11 +250,6 @@ class LevelBundle(Solver):
             return None, None
         return x, mult
 
-    def _certify(self, problem, bundle, m, lb, ub):
-        """The :class:`~nsopt.certificate.OraclePlanes` evidence of the LP bound ``m``."""
-        return planes_evidence(bundle, m.alpha, problem.lower_bound, (m.a_bar, m.b_bar),
-                               lb=lb, ub=ub)
-
     def _offer(self, problem, bundle, alpha, lower, evidence, lb, ub):
         """The bound :math:`\\bar b + \\min_Q\\langle\\bar a, y\\rangle` of the multipliers
         ``alpha`` (made feasible), with its evidence, when it beats ``lower``."""
@@ -297,10 +292,8 @@ class LevelBundle(Solver):
                 if m.bound > lower else (lower, evidence)
             alpha, point, solved = m.alpha, m.point, True
         active = alpha > 0
-        if nxt is None:
-            if point is None:
-                point = self._model_minimum(problem, bundle, lb, ub, lp).point
-            nxt = point
+        if nxt is None:             # point is None only when the gap is closed: the run stops
+            nxt = point if point is not None else x
             if fun_up - lower > 0 and lower > -math.inf:
                 fallbacks += 1
         elif mult is not None and mult.sum() > 0:
