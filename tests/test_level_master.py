@@ -100,7 +100,7 @@ def test_trust_region_bundle_keeps_the_planes_a_polyhedral_minimum_needs():
     res = nsopt.minimize(f, method="proximal-bundle", bounds=box, rtol=1e-6, max_iter=1000)
     assert res.success and res.nfev <= bound
     old = nsopt.minimize(f, method="proximal-bundle", bounds=box, rtol=1e-6, max_iter=1000,
-                         max_planes=50, remove_inactive=10)
+                         max_planes=50, remove_inactive=10, proximity="doubling")
     assert not (old.success and old.nfev <= bound)     # the bound tells the settings apart
     assert res.certificate.check(f, bounds=box) >= res.lower_bound - 1e-9 * abs(res.fun)
 
@@ -140,11 +140,13 @@ def _small(name):
     return f, box, float(prob.value)
 
 
-@pytest.mark.parametrize("method", ["level-bundle", "proximal-bundle"])
+@pytest.mark.parametrize("method, options", [
+    ("level-bundle", {}), ("level-bundle", {"lp_every": None}),
+    ("proximal-bundle", {}), ("proximal-bundle", {"proximity": "doubling"})])
 @pytest.mark.parametrize("name", ["max-affine", "chebyshev"])
-def test_certified_1e8_without_stalling(name, method):
+def test_certified_1e8_without_stalling(name, method, options):
     f, box, fs = _small(name)
-    res = nsopt.minimize(f, method=method, bounds=box, rtol=1e-8, max_iter=3000)
+    res = nsopt.minimize(f, method=method, bounds=box, rtol=1e-8, max_iter=3000, **options)
     assert res.success, res.message
     assert res.gap <= 1e-8 * abs(res.fun)
     slack = 1e-9 * (1 + abs(fs))                       # Clarabel's accuracy
