@@ -198,6 +198,11 @@ class RegionCertifier:
     the longest idle first; then the bundle is aggregated (a convex combination of planes is a
     plane: the bound so far stays provable).
 
+    The LP lives on between bounds when HiGHS's object model is importable
+    (:class:`~nsopt.inner.level_master.BoxModelLP`: new planes are added as rows, dropped
+    ones deleted, and the dual simplex restarts from the last basis; an aggregation rebuilds
+    it); otherwise, or when it reports no optimum, it is solved from scratch.
+
     Parameters
     ----------
     problem : Oracle
@@ -224,6 +229,7 @@ class RegionCertifier:
         self._alpha = None
         self._fresh = False
         self.upper = math.inf           # the best value seen (the gap the schedule reads)
+        self._lp = None                 # hot-started LP whose rows mirror the bundle, or None
         self._calls = self._due = 0
         self._interval = 1
 
@@ -243,9 +249,14 @@ class RegionCertifier:
                 mask = np.zeros(bundle.n, dtype=bool)
                 mask[order[:excess]] = True
                 self._alpha = alpha[bundle.drop(mask)]
+                if self._lp is not None:
+                    self._lp.drop(mask)
             else:
                 self._alpha = bundle.compress(bundle.feasible(alpha), self.max_planes)
+                self._lp = None         # aggregated rows: rebuilt at the next bound
         bundle.add_at(ev.w, ev.fun, ev.subgradient)
+        if self._lp is not None:
+            self._lp.add(_dense_row(bundle, bundle.n - 1), float(bundle.b[bundle.n - 1]))
         if self._alpha is not None:
             self._alpha = np.append(self._alpha[: bundle.n - 1], 0.0)
         self._fresh = True
@@ -264,10 +275,12 @@ class RegionCertifier:
         self._fresh = False
         before = self.best[0]
         bundle, r = self.bundle, self.region
-        try:
-            m = region_model_minimum(bundle, r, self.deadline)
-        except MasterLPError:
-            return self.best            # no new bound this time; the next call tries again
+        m = self._hot_minimum()
+        if m is None:
+            try:
+                m = region_model_minimum(bundle, r, self.deadline)
+            except MasterLPError:
+                return self.best        # no new bound this time; the next call tries again
         if m is None:
             return self.best
         self._alpha = m.alpha
@@ -282,3 +295,39 @@ class RegionCertifier:
         self._interval = 1 if useful else min(2 * self._interval, 16)
         self._due = self._calls + self._interval
         return self.best
+
+    def _hot_minimum(self) -> ModelMinimum | None:
+        """The model's minimum through the hot-started LP
+        (:class:`~nsopt.inner.level_master.BoxModelLP` over the region's enclosing box, built
+        from the bundle on first use and after an aggregation); None when HiGHS's object
+        model is unavailable or does not report an optimum (the caller solves from scratch).
+        The bound is computed from the multipliers made feasible, never the LP's value."""
+        from ..inner.level_master import BoxModelLP, highs_available
+
+        bundle, region = self.bundle, self.region
+        lb, ub = region.enclosing_box()
+        if not (np.all(np.isfinite(lb)) and np.all(np.isfinite(ub))) or not highs_available():
+            return None
+        if self._lp is None:
+            self._lp = BoxModelLP(lb, ub)
+            rows = bundle.rows()
+            rows = rows.toarray() if sp.issparse(rows) else rows
+            for i in range(bundle.n):
+                self._lp.add(rows[i], float(bundle.b[i]))
+        left = None if self.deadline is None else self.deadline - time.perf_counter()
+        out = self._lp.solve(left)
+        if out is None or not np.all(np.isfinite(out[2])):
+            return None
+        x, _, alpha = out
+        alpha = bundle.feasible(alpha)
+        a_bar, b_bar = bundle.combine(alpha)
+        if region.kind == "box":
+            return ModelMinimum(np.clip(x, lb, ub), b_bar + box_min(a_bar, lb, ub), alpha,
+                                a_bar, b_bar)
+        return ModelMinimum(None, region.plane_minimum(a_bar, b_bar), alpha, a_bar, b_bar)
+
+
+def _dense_row(bundle: PlaneBundle, i: int) -> np.ndarray:
+    """Slope ``i`` of the bundle as a dense vector."""
+    row = bundle.rows(i)[:1]
+    return row.toarray()[0] if sp.issparse(row) else row[0]

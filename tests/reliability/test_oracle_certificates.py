@@ -155,7 +155,10 @@ RUNS = {
                           "eps-subgradient", "converged"),
     "subbfgs-zero": ("piecewise-1d", "subbfgs", {"x0": np.array([0.5])}, "zero-subgradient", "converged"),
     "sublbfgs-zero": ("piecewise-1d", "sublbfgs", {"x0": np.array([0.5])}, "zero-subgradient", "converged"),
-    "trust-region-1d-floor": ("piecewise-1d", "proximal-bundle", {"x0": np.array([3.0])},
+    # (the former halve/double proximity rule: Kiwiel's, the default, reaches a flat
+    # aggregate plane there, source eps-subgradient, before the floor is the best bound)
+    "trust-region-1d-floor": ("piecewise-1d", "proximal-bundle",
+                              {"x0": np.array([3.0]), "proximity": "doubling"},
                               "lower-bound", None),
     # the level bundle's LP over a box holding the minimiser (so its bound is one on f*)
     "level-bundle-box": ("l1", "level-bundle", {"bounds": (-10.0, 10.0)}, "level-lp", "converged"),
