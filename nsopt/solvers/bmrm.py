@@ -155,11 +155,19 @@ class BMRM(Solver):
                 and self.inner in ("auto", "lp")
                 and LSBMRM.unsupported_reason(getattr(problem, "problem", problem)) is None)
 
+    @property
+    def _stable(self) -> LSBMRM:
+        """The stabilised path's LS-BMRM: configuration only (this solver's plane options and
+        theta 0.02), the same for every problem, so it is built once."""
+        solver = self.__dict__.get("_stable_solver")
+        if solver is None:
+            solver = LSBMRM(query_fraction=LP_QUERY_FRACTION, line_search=True,
+                            **{k: getattr(self, k) for k in PLANE_OPTIONS})
+            self.__dict__["_stable_solver"] = solver
+        return solver
+
     def init(self, problem, x0):
-        self._stable = None
         if self.stabilised(problem):  # LS-BMRM's iterations, with BMRM's plane policy
-            self._stable = LSBMRM(query_fraction=LP_QUERY_FRACTION, line_search=True,
-                                  **{k: getattr(self, k) for k in PLANE_OPTIONS})
             return self._stable.init(problem, x0)
         bundle = new_bundle(problem, planes=self.planes)
         empty = self.State(w=x0, fun_best=math.inf, lower_bound=-math.inf,
