@@ -13,13 +13,80 @@ import numpy as np
 from ._validation import check_callback
 from .oracle import FunctionOracle, Oracle
 from .result import Result
-from .solvers import SOLVERS
+from .solvers import SOLVERS, methods_supporting
+from .solvers.bmrm import LP_MASTERS
 
 #: the method when none is named: LS-BMRM for an Oracle (it needs a RegularizedRisk, the usual
 #: problem; with OCAS's query point it needs 5-10x fewer iterations than BMRM, measured in
-#: benchmarks/peers.py), the proximal bundle for a plain function (it takes any oracle)
+#: benchmarks/peers.py), unless dual coordinate descent applies and is expected to win
+#: (:func:`default_method`); the proximal bundle for a plain function (it takes any oracle)
 DEFAULT_METHOD = "ls-bmrm"
 DEFAULT_METHOD_FOR_FUNCTIONS = "proximal-bundle"
+#: the method :func:`default_method` prefers where it applies and is well conditioned
+DUAL_METHOD = "dcd"
+#: :func:`default_method` picks :data:`DUAL_METHOD` when ``dcd_conditioning(problem)`` is at
+#: most this (measured by benchmarks/default_method.py, see docs/solvers.md)
+DCD_MAX_CONDITIONING = 100.0  # measured crossings: 35-400 (a9a, letter)
+
+
+def dcd_conditioning(problem) -> float:
+    r"""The conditioning of dual coordinate descent on ``problem``:
+    :math:`\kappa = \max_i c_i \|x_i\|^2 / \lambda`.
+
+    It is the largest curvature of the dual in one coordinate :math:`t_i` (the step of
+    :class:`~nsopt.solvers.DCD` divides by :math:`q_i = c_i\|x_i\|^2/\lambda`), and, for
+    uniform weights :math:`c_i = 1/m`, liblinear's :math:`C R^2 = R^2 / (\lambda m)` with
+    :math:`R = \max_i \|x_i\|` and :math:`C = 1/(\lambda m)`: the number of epochs dual
+    coordinate descent needs grows with it. ``inf`` when the problem has no such data (a loss
+    without ``data`` rows and weights ``c``). One pass over the nonzeros of ``X``.
+    """
+    loss = getattr(problem, "loss", None)
+    data, c = getattr(loss, "data", None), getattr(loss, "c", None)
+    lam = getattr(problem, "lam", None)
+    if data is None or c is None or not lam:
+        return np.inf
+    sq = np.asarray(data.row_norms_sq(), dtype=np.float64).reshape(-1)
+    return float(np.max(np.asarray(c, dtype=np.float64) * sq, initial=0.0)) / float(lam)
+
+
+def default_method(problem, **options) -> str:
+    r"""The method :func:`minimize` runs on ``problem`` when none is named.
+
+    For an :class:`~nsopt.Oracle`: :data:`DUAL_METHOD` (``"dcd"``, dual coordinate descent)
+    when it can solve ``problem`` with ``options`` (``"dcd" in methods_supporting(problem,
+    **options)``: the class says which problems it takes, e.g. L2 with a hinge, squared hinge
+    or logistic loss) and its conditioning :func:`dcd_conditioning` is at most
+    :data:`DCD_MAX_CONDITIONING`; ``"bmrm"`` when the master problem is a linear program (the
+    L1 norm: BMRM's stabilised path, OCAS's line search with :math:`\theta = 0.02`, which
+    needs 1.4-1.7x fewer iterations there than LS-BMRM's default :math:`\theta = 0.1`); else
+    :data:`DEFAULT_METHOD` (``"ls-bmrm"``). For a plain function:
+    :data:`DEFAULT_METHOD_FOR_FUNCTIONS`. Options only another method takes (e.g.
+    ``query_fraction``) keep the choice to the methods that take them.
+
+    The threshold is measured (``benchmarks/default_method.py``, ``docs/solvers.md``): the
+    epochs of dual coordinate descent grow with :math:`\kappa` while LS-BMRM's iterations
+    grow more slowly as :math:`\lambda` falls.
+
+    Examples
+    --------
+    >>> import nsopt
+    >>> X, y = nsopt.datasets.make_sparse_binary(500, 30, random_state=0)
+    >>> default_method(nsopt.RegularizedRisk(nsopt.losses.Hinge(X, y), lam=1e-2))
+    'dcd'
+    >>> default_method(nsopt.RegularizedRisk(nsopt.losses.Hinge(X, y), lam=1e-7))
+    'ls-bmrm'
+    >>> default_method(nsopt.RegularizedRisk(nsopt.losses.Hinge(X, y), nsopt.regularizers.L1(),
+    ...                                      lam=1e-2))
+    'bmrm'
+    """
+    if not (isinstance(problem, Oracle) or not callable(problem)):
+        return DEFAULT_METHOD_FOR_FUNCTIONS
+    supported = methods_supporting(problem, **options)
+    if DUAL_METHOD in supported and dcd_conditioning(problem) <= DCD_MAX_CONDITIONING:
+        return DUAL_METHOD
+    if getattr(getattr(problem, "reg", None), "inner", None) in LP_MASTERS and "bmrm" in supported:
+        return "bmrm"  # its L1 path: LS-BMRM's iterations with theta 0.02
+    return DEFAULT_METHOD
 
 
 def minimize(problem, method_or_x0=None, x0=None, *, method: str | None = None, jac=None,
@@ -42,8 +109,13 @@ def minimize(problem, method_or_x0=None, x0=None, *, method: str | None = None, 
         Starting point; never modified. Zeros (the regularizer's minimiser) by default for an
         Oracle; required for a plain function, whose number of variables is ``np.size(x0)``.
     method : str, optional
-        One of ``nsopt.solvers.SOLVERS`` (``"bmrm"``, ...). By default ``"ls-bmrm"`` for an
-        Oracle and ``"proximal-bundle"`` (which takes any oracle) for a plain function.
+        One of ``nsopt.solvers.SOLVERS`` (``"bmrm"``, ...). By default
+        :func:`default_method`: ``"dcd"`` for an L2 hinge, squared hinge or logistic risk it
+        takes whose conditioning ``max_i c_i ||x_i||^2 / lam`` is at most
+        :data:`DCD_MAX_CONDITIONING`, ``"bmrm"`` (stabilised) for an L1 risk, else
+        ``"ls-bmrm"`` for an Oracle, and
+        ``"proximal-bundle"`` (which takes any oracle) for a plain function.
+        ``Result.method`` says which ran.
     jac : True or callable, only with a plain function
         ``True``: ``fun(x)`` returns ``(value, subgradient)``; a callable: ``jac(x)`` returns a
         subgradient. Required: a nonsmooth function has no finite-difference gradient at its
@@ -111,12 +183,12 @@ def minimize(problem, method_or_x0=None, x0=None, *, method: str | None = None, 
             raise TypeError(
                 f"jac is for a plain function fun(x); the problem is a {type(problem).__name__}, "
                 "which gives its own subgradients: drop jac")
-        default = DEFAULT_METHOD
+        if method is None:
+            method = default_method(problem, **options)
     else:
         problem, x0 = _function_oracle(problem, x0, jac)
-        default = DEFAULT_METHOD_FOR_FUNCTIONS
-    if method is None:
-        method = default
+        if method is None:
+            method = DEFAULT_METHOD_FOR_FUNCTIONS
     if not isinstance(method, str) or method.lower() not in SOLVERS:
         raise ValueError(f"unknown method {method!r}; choose one of {sorted(SOLVERS)}")
     solver = SOLVERS[method.lower()](rtol=rtol, atol=atol, max_iter=max_iter, max_time=max_time,

@@ -124,12 +124,12 @@ def test_x0_not_modified_and_scalar_start():
 def test_oracle_forms_unchanged():
     X, y = nsopt.datasets.make_sparse_binary(200, 10, random_state=0)
     J = nsopt.RegularizedRisk(nsopt.losses.Hinge(X, y), lam=1e-2)
-    a = nsopt.minimize(J)  # the default method for an Oracle
-    b = nsopt.minimize(J, "ls-bmrm")
-    c = nsopt.minimize(J, method="ls-bmrm")
+    a = nsopt.minimize(J)  # the default method for an Oracle (nsopt.minimize.default_method)
+    b = nsopt.minimize(J, a.method)
+    c = nsopt.minimize(J, method=a.method)
     d = nsopt.minimize(J, "bmrm", np.zeros(10))
     for r in (a, b, c):
-        assert r.method == "ls-bmrm" and r.status is nsopt.Status.CONVERGED
+        assert r.method == a.method and r.status is nsopt.Status.CONVERGED
         assert np.array_equal(r.x, a.x) and r.nit == a.nit
     assert d.method == "bmrm"
     with pytest.raises(ValueError, match="unknown method"):

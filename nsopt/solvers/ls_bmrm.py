@@ -135,6 +135,7 @@ class LSBMRM(Solver):
         n_planes: int
         inner_time: float
         line_steps: int
+        inner_iter: int = 0              # cumulative master iterations
         scores_best: np.ndarray = None   # X w_b (None: not kept, see reuse_scores)
         scores_query: np.ndarray = None  # X w_c
 
@@ -150,7 +151,7 @@ class LSBMRM(Solver):
                        lower_bound=-math.inf, alpha=np.zeros(bundle.n), a_bar=None, b_bar=None,
                        evidence=None,
                        bundle=bundle, master=master_solver(problem, self.inner), eta=0.0,
-                       n_planes=bundle.n, inner_time=0.0, line_steps=0,
+                       n_planes=bundle.n, inner_time=0.0, line_steps=0, inner_iter=0,
                        scores_best=f0, scores_query=f0)
         return self._update(problem, s, ev)
 
@@ -222,6 +223,7 @@ class LSBMRM(Solver):
             evidence=m.evidence if improved else s.evidence, bundle=s.bundle, master=s.master, eta=float(eta), n_planes=s.bundle.n,
             inner_time=s.inner_time + m.seconds,
             line_steps=s.line_steps + int(self.line_search and eta > 0),
+            inner_iter=s.inner_iter + m.n_iter,
             scores_best=f_b, scores_query=f_c,
         )
 

@@ -1,0 +1,85 @@
+r"""L1-regularized linear models: BMRM's LP master before and after its stabilisation (issue 11).
+
+BMRM with the L1 norm solves an LP master problem; unstabilised ([TVSL10] Alg. 2, option
+``line_search=False``, printed ``bmrm-kelley``) it is Kelley's cutting-plane method and stalls.
+``bmrm`` (its default ``line_search="auto"``: OCAS's line search and query point on an LP master)
+is set against ``ls-bmrm``, ``proximal-bundle``, ``sublbfgs`` and the default method, and the
+peers Cyanure (proves a duality gap; ``n_threads=1``, no intercept) and glum (logistic only,
+uncertified), exactly as in ``benchmarks/peers.py`` (whose cell runner, timing and reference
+bracket this script reuses; see its docstring for what is timed and how peers are judged).
+
+Problems: ``logistic-l1`` and ``sqhinge-l1`` on a9a at lam 1e-4 and 1e-5 by default; levels
+1e-3 and 1e-4 (relative gaps, certified for nsopt).
+
+Usage: python benchmarks/l1.py [--sets a9a] [--lams 1e-4 1e-5] [--problems logistic-l1 ...]
+       [--methods default bmrm bmrm-kelley ...] [--max-time 20] [--out FILE.csv|.md]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peers  # noqa: E402  (the cell runner of benchmarks/peers.py)
+
+import nsopt  # noqa: E402
+
+#: name -> (registered method, its options): the variants timed here
+VARIANTS = {
+    "bmrm-kelley": ("bmrm", {"line_search": False}),  # before: Alg. 2 as published (Kelley)
+}
+
+METHODS = ["default", "bmrm", "bmrm-kelley", "ls-bmrm", "proximal-bundle", "sublbfgs"]
+
+
+def make_run(method, J, level, max_time):
+    """:func:`peers.make_run` that also knows the :data:`VARIANTS`."""
+    if method in VARIANTS:
+        name, opts = VARIANTS[method]
+        res = nsopt.minimize(J, method=name, rtol=level, max_time=max_time, **opts)
+        return res
+    return _plain_make_run(method, J, level, max_time)
+
+
+_plain_make_run = peers.make_run
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sets", nargs="+", default=["a9a"])
+    ap.add_argument("--lams", nargs="+", type=float, default=[1e-4, 1e-5])
+    ap.add_argument("--problems", nargs="+", default=["logistic-l1", "sqhinge-l1"])
+    ap.add_argument("--methods", nargs="+", default=METHODS)
+    ap.add_argument("--peers", nargs="+", default=["cyanure", "glum"])
+    ap.add_argument("--levels", nargs="+", type=float, default=[1e-3, 1e-4])
+    ap.add_argument("--max-time", type=float, default=20.0)
+    ap.add_argument("--ref-time", type=float, default=60.0)
+    ap.add_argument("--no-cvxpy", action="store_true")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args(argv)
+    peers.make_run = make_run  # the cell runner calls it by its module name
+    rows = []
+    for sname in args.sets:
+        data = peers.load(sname)
+        if data is None:
+            continue
+        X, y = data
+        raw = peers.raw_pass_seconds(X)
+        print(f"== {sname}: {X.shape[0]} x {X.shape[1]}, one raw pass {raw * 1e3:.2f} ms")
+        for pname in args.problems:
+            for lam in args.lams:
+                J = peers.problem(X, y, pname, lam)
+                peers.warm_up(J, [m for m in args.methods if m not in VARIANTS])
+                rows += peers._cell(sname, pname, lam, J, X, y, raw, args.methods,
+                                    args.peers, args.levels, args)
+    if args.out:
+        peers._write(args.out, rows, [])
+    return rows
+
+
+if __name__ == "__main__":
+    np.seterr(all="ignore")
+    main()

@@ -1,0 +1,123 @@
+"""The default method of ``nsopt.minimize`` (``method=None``) for a RegularizedRisk (issue 11).
+
+Rule (:func:`nsopt.minimize.default_method`): ``"dcd"`` where the DCD class says it can solve
+the problem with the options given (``methods_supporting``) and its conditioning
+``kappa = max_i c_i ||x_i||^2 / lam`` is at most ``DCD_MAX_CONDITIONING``; else ``"ls-bmrm"``.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings, strategies as st
+
+import importlib
+
+import nsopt
+from nsopt.losses import Hinge, Logistic, SquaredHinge
+from nsopt.regularizers import L1, L2
+from nsopt.solvers import SOLVERS, methods_supporting
+
+mz = importlib.import_module("nsopt.minimize")  # the module (nsopt.minimize is the function)
+
+pytestmark = pytest.mark.skipif("dcd" not in SOLVERS, reason="dcd is not registered")
+
+LOSSES = (Hinge, SquaredHinge, Logistic)
+
+
+@pytest.fixture(scope="module")
+def data():
+    return nsopt.datasets.make_sparse_binary(400, 20, random_state=0)
+
+
+def lam_at(X, kappa, c=None):
+    """The lam at which the uniform-weight problem on X has conditioning ``kappa``."""
+    m = X.shape[0]
+    c = np.full(m, 1.0 / m) if c is None else c
+    sq = np.asarray(sp.csr_matrix(X).multiply(X).sum(axis=1)).ravel()
+    return float(np.max(c * sq)) / kappa
+
+
+@given(scale=st.floats(0.1, 10.0), lam=st.floats(1e-6, 1.0),
+       weights=st.booleans())
+@settings(max_examples=30, deadline=None)
+def test_conditioning_is_max_weighted_row_norm_over_lam(scale, lam, weights):
+    X, y = nsopt.datasets.make_sparse_binary(60, 8, random_state=3)
+    X = X * scale
+    c = np.linspace(0.5, 1.5, X.shape[0]) if weights else None
+    J = nsopt.RegularizedRisk(Hinge(X, y, sample_weight=c), L2(), lam)
+    dense = X.toarray()
+    weight = J.loss.c  # the loss's own (normalised) weights
+    expected = np.max(weight * np.einsum("ij,ij->i", dense, dense)) / lam
+    assert mz.dcd_conditioning(J) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("loss", LOSSES, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("side", [0.5, 2.0])
+def test_default_picks_dcd_below_the_threshold_and_ls_bmrm_above(data, loss, side):
+    X, y = data
+    lam = lam_at(X, side * mz.DCD_MAX_CONDITIONING)
+    J = nsopt.RegularizedRisk(loss(X, y), L2(), lam)
+    expected = "dcd" if side < 1 else "ls-bmrm"
+    assert mz.default_method(J) == expected
+    res = nsopt.minimize(J, max_iter=3)
+    assert res.method == expected  # the choice is visible on the Result
+
+
+def test_default_runs_dcd_to_a_proven_gap(data):
+    X, y = data
+    J = nsopt.RegularizedRisk(Logistic(X, y), L2(), lam_at(X, 0.1 * mz.DCD_MAX_CONDITIONING))
+    res = nsopt.minimize(J, rtol=1e-6)
+    assert res.method == "dcd" and res.success
+    assert res.certificate.source == "dual-point"
+    ref = nsopt.minimize(J, method="ls-bmrm", rtol=1e-8)
+    assert res.lower_bound <= ref.fun + 1e-12
+    assert ref.lower_bound <= res.fun + 1e-12
+
+
+@pytest.mark.parametrize("make", [
+    lambda X, y, lam: nsopt.RegularizedRisk(Hinge(X, y), L1(), lam),           # L1
+    lambda X, y, lam: nsopt.RegularizedRisk(nsopt.losses.Huber(X, y), L2(), lam),  # other loss
+    lambda X, y, lam: nsopt.RegularizedRisk(Hinge(X, y), L2(), lam, fit_intercept=True),
+], ids=["l1", "huber", "intercept"])
+def test_default_is_not_dcd_where_dcd_refuses(data, make):
+    X, y = data
+    lam = lam_at(X, 0.1 * mz.DCD_MAX_CONDITIONING)  # well conditioned: only applicability decides
+    J = make(X, y, lam)
+    dcd_says = SOLVERS["dcd"].unsupported_reason(J)
+    assert (mz.default_method(J) == "dcd") == (dcd_says is None)
+    if dcd_says is not None:
+        # an LP master (L1) gets BMRM's stabilised path, the others LS-BMRM
+        want = "bmrm" if J.reg.inner in mz.LP_MASTERS else "ls-bmrm"
+        assert nsopt.minimize(J, max_iter=2).method == want
+
+
+def test_rule_asks_the_dcd_class(data, monkeypatch):
+    """The rule has no list of its own: what DCD says it takes decides (e.g. intercepts, when
+    DCD learns them)."""
+    X, y = data
+    J = nsopt.RegularizedRisk(Hinge(X, y), L2(), lam_at(X, 0.1 * mz.DCD_MAX_CONDITIONING))
+    assert mz.default_method(J) == "dcd"
+    monkeypatch.setattr(SOLVERS["dcd"], "unsupported_reason",
+                        classmethod(lambda cls, problem: "refused for the test"))
+    assert mz.default_method(J) == "ls-bmrm"
+    assert nsopt.minimize(J, max_iter=2).method == "ls-bmrm"
+
+
+def test_options_only_ls_bmrm_takes_keep_ls_bmrm(data):
+    """``minimize(J, query_fraction=...)`` with no method: dcd has no such option, so the default
+    stays the method that takes it, as ``methods_supporting`` says."""
+    X, y = data
+    J = nsopt.RegularizedRisk(Hinge(X, y), L2(), lam_at(X, 0.1 * mz.DCD_MAX_CONDITIONING))
+    assert "dcd" not in methods_supporting(J, query_fraction=0.5)
+    assert mz.default_method(J, query_fraction=0.5) == "ls-bmrm"
+    res = nsopt.minimize(J, max_iter=2, query_fraction=0.5)
+    assert res.method == "ls-bmrm"
+    # and an option dcd takes keeps dcd
+    assert nsopt.minimize(J, max_iter=2, random_state=3).method == "dcd"
+
+
+def test_plain_function_default_unchanged():
+    res = nsopt.minimize(lambda x: (abs(x).sum(), np.sign(x)), np.ones(3), jac=True,
+                         radius=10.0)
+    assert res.method == mz.DEFAULT_METHOD_FOR_FUNCTIONS
