@@ -224,8 +224,11 @@ def build_parser() -> argparse.ArgumentParser:
                     "optionally save the model for nsopt predict.")
     _add_data_argument(solve)
     _add_problem_options(solve)
-    solve.add_argument("--method", choices=sorted(SOLVERS), default="ls-bmrm", metavar="METHOD",
-                       help="the solver: " + ", ".join(sorted(SOLVERS)) + "; default %(default)s")
+    solve.add_argument("--method", choices=sorted(SOLVERS), default=None, metavar="METHOD",
+                       help="the solver: " + ", ".join(sorted(SOLVERS)) + "; default: the one "
+                            "nsopt.minimize picks for the problem (nsopt.minimize."
+                            "default_method: dcd where it is well conditioned, bmrm for L1, "
+                            "else ls-bmrm)")
     solve.add_argument("--bounds", nargs=2, type=float, default=None, metavar=("LB", "UB"),
                        help="the box LB <= w_j <= UB on every weight, a constraint (required by "
                             "--method level-bundle, which certifies over it; only that method "
@@ -1032,6 +1035,9 @@ def cmd_solve(args, out):
     problem = _build_problem(args, task)
     if args.dask is not None:
         problem = _sharded(args, problem, note)
+    if args.method is None:
+        from .minimize import default_method
+        args.method = default_method(problem)
     try:
         solver = _checked_solver(args, args.method, problem)
         note(f"{solver.name}: {task.loss} + lam * {args.reg}, lam = {args.lam:g}, "

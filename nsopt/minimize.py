@@ -56,7 +56,9 @@ def default_method(problem, **options) -> str:
     when it can solve ``problem`` with ``options`` (``"dcd" in methods_supporting(problem,
     **options)``: the class says which problems it takes, e.g. L2 with a hinge, squared hinge
     or logistic loss) and its conditioning :func:`dcd_conditioning` is at most
-    :data:`DCD_MAX_CONDITIONING`; ``"bmrm"`` when the master problem is a linear program (the
+    :data:`DCD_MAX_CONDITIONING`, without a free intercept (dcd's pair steps with one were
+    measured 1.2-3x slower than LS-BMRM with one on a9a at lam 1e-4 and 1e-5, see
+    ``benchmarks/dcd.py --intercept``); ``"bmrm"`` when the master problem is a linear program (the
     L1 norm: BMRM's stabilised path, OCAS's line search with :math:`\theta = 0.02`, which
     needs 1.4-1.7x fewer iterations there than LS-BMRM's default :math:`\theta = 0.1`); else
     :data:`DEFAULT_METHOD` (``"ls-bmrm"``). For a plain function:
@@ -82,7 +84,8 @@ def default_method(problem, **options) -> str:
     if not (isinstance(problem, Oracle) or not callable(problem)):
         return DEFAULT_METHOD_FOR_FUNCTIONS
     supported = methods_supporting(problem, **options)
-    if DUAL_METHOD in supported and dcd_conditioning(problem) <= DCD_MAX_CONDITIONING:
+    if (DUAL_METHOD in supported and not getattr(problem, "fit_intercept", False)
+            and dcd_conditioning(problem) <= DCD_MAX_CONDITIONING):
         return DUAL_METHOD
     if getattr(getattr(problem, "reg", None), "inner", None) in LP_MASTERS and "bmrm" in supported:
         return "bmrm"  # its L1 path: LS-BMRM's iterations with theta 0.02
