@@ -41,6 +41,20 @@ def _amplified(eta, f_t, f_b) -> bool:
     return eta * 4.0 * np.finfo(np.float64).eps * size > _SCORES_RTOL * (1.0 + size)
 
 
+def _plane_scores(s):
+    """The kept scores of the query point when its plane may be taken from them: only where
+    the certificate is a dual point (``bundle.evidence_kind == "dual"``: margin losses, whose
+    bound is rebuilt from ``t`` alone, any ``t`` in the box being valid). Where the evidence
+    is the query points themselves (:class:`~nsopt.certificate.QueryPoints`: every other
+    loss), :meth:`~nsopt.certificate.Certificate.check` re-evaluates the loss at the stored
+    point, so the plane must be the one the data give there: kept scores differ from
+    :math:`Xw_c` by rounding, which at a kink (a LAD residual of zero at an LP vertex) flips
+    the subgradient, and with L1 the rebuilt aggregate then leaves the conjugate's domain
+    (found: 4 of 36 small LAD + L1 runs, at least 12 of 36 with an intercept: bounds that
+    ``check`` recomputed as -inf)."""
+    return s.scores_query if s.bundle.evidence_kind == "dual" else None
+
+
 @register
 class LSBMRM(Solver):
     r"""BMRM with a line search between the best point and the master minimiser.
@@ -156,7 +170,8 @@ class LSBMRM(Solver):
         return self._update(problem, s, ev)
 
     def step(self, problem, s):                                          # [TVSL10, Alg. 3, l. 4]
-        return self._update(problem, s, problem.evaluate(s.w_query, scores=s.scores_query))
+        return self._update(problem, s, problem.evaluate(s.w_query,
+                                                         scores=_plane_scores(s)))
 
     def _update(self, problem, s, ev):
         w_b, fun_b, f_b = s.w_best, s.fun_best, s.scores_best
