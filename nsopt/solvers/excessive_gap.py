@@ -17,7 +17,9 @@ Saddle forms known here (:func:`saddle_form`): the binary hinge (box dual
 :math:`[0, c_i]`), the Crammer-Singer multiclass hinge and its cost-scaled variants (a scaled
 simplex per example), the hinge with an unregularized bias (box plus :math:`y^T\alpha = 0`,
 :class:`~nsopt.losses.intercept.InterceptHinge`, solved by :func:`pragam_with_bias`, and used
-for ``RegularizedRisk(Hinge(X, y), L2(), lam, fit_intercept=True)``), and any
+for ``RegularizedRisk(Hinge(X, y), L2(), lam, fit_intercept=True)``), the Crammer-Singer hinge
+with one bias per class (simplices cut by the class-balance equalities, a transportation
+polytope, :func:`project_class_balance`), and any
 loss with a ``saddle_form()`` method returning a :class:`SaddleForm`. The losses own their
 forms (:mod:`nsopt.saddle`); :math:`\|Z\|_2` comes from :func:`nsopt._linalg.spectral_norm_sq`.
 """
@@ -40,7 +42,8 @@ from .._validation import Boolean, Interval, NoneOr, Option
 from ._base import Solver
 from ._registry import register
 
-__all__ = ["ExcessiveGap", "SaddleForm", "saddle_form", "pragam_with_bias", "InterceptFit"]
+__all__ = ["ExcessiveGap", "SaddleForm", "saddle_form", "pragam_with_bias", "InterceptFit",
+           "project_class_balance", "ClassBalanceProjection"]
 
 
 def _has_saddle_form(loss) -> bool:
@@ -138,14 +141,38 @@ class ExcessiveGap(Solver):
     problem's regularizer: :math:`D(\alpha_k) - B|y^T\alpha_k|` with the proven box :math:`|b|
     \le B` (:meth:`~nsopt.RegularizedRisk.intercept_bound`), so a rounding residual of the
     equality costs B times it and :meth:`~nsopt.Certificate.check` recomputes the bound from
-    the dual point. Other losses with an intercept are refused (their dual sets cut by the bias
-    equalities have no projection here): use ``"bmrm"`` or ``"proximal-bundle"``.
+    the dual point.
+
+    One bias per class (``RegularizedRisk(MulticlassHinge(X, y), L2(), lam,
+    fit_intercept=True)``, :math:`x = (W, b)`, :math:`b \in \mathbb{R}^K`). The scores
+    :math:`F + 1b^T` add :math:`\sum_{ij}\alpha_{ij}(b_j - b_{y_i})` to the saddle function, so
+    the intercepts' block of :math:`Z` is :math:`Z_b^T\alpha = C - \alpha^T 1` with the class
+    weights :math:`C_j = \sum_{y_i = j} c_i` (:func:`nsopt.saddle.saddle_form`); minimising over
+    the free :math:`b` cuts :math:`Q` (row i on the simplex of total :math:`c_i`) by the K
+    equalities :math:`\sum_i \alpha_{ij} = C_j`: the dual mass on class j equals the weight of
+    its examples (rank K - 1, they sum to an identity). This transportation polytope is
+    projected through its K-dimensional concave dual (:func:`project_class_balance`: per
+    multiplier vector :math:`\nu` every row is a simplex projection of the shifted row
+    :math:`v_i + \nu`; semismooth Newton with a line search, warm-started at the last bias).
+    The prox-centre is :math:`\alpha_{c,ij} = c_i C_j` (in the cut set). The bias of the
+    primal point comes from the multipliers of :math:`\alpha_\mu(w_{k})` (which the next step
+    needs anyway): :math:`b_k = \mu_k\nu` minimises the smoothed risk over the bias, so
+    :math:`R(w_k, b_k) \le \min_b R(w_k, b) + \mu_k D_2` and the measured gap stays within
+    :math:`2\mu_k D_2`. The bound is that of the plane of the loss with intercepts at
+    :math:`\alpha_k`, :math:`(-Z_w^T\alpha_k, \alpha_k^T 1 - C)`, so the projection's residual
+    :math:`r` of the equalities costs :math:`B\|r\|_1`; its evidence is the
+    :class:`~nsopt.certificate.SaddlePoint` :math:`\alpha_k`, checked in the loss's form with
+    intercepts. Every class must have an example (else :math:`B = \infty`: refused).
+    Other losses with an intercept (logistic, squared hinge, the cost-scaled multiclass hinges
+    whose intercept bound is not proven) are refused: use ``"bmrm"`` or ``"proximal-bundle"``.
 
     Cost per iteration: 3 products with :math:`Z` or :math:`Z^T` plus one oracle call (two
     passes), two projections onto :math:`Q` (O(m) clipping; O(m) median search with a bias;
-    O(m k log k) for the simplices); a backtrack adds 2 products.
+    O(m k) per pass of Michelot's method for the simplices; times the Newton steps and line
+    search trials with per-class biases); a backtrack adds 2 products.
 
-    ``Result.info``: ``lipschitz`` (last L), ``n_backtracks``, ``mu``.
+    ``Result.info``: ``lipschitz`` (last L), ``n_backtracks``, ``mu``; with per-class biases
+    ``newton_steps`` (of all projections, cumulative).
 
     References
     ----------
@@ -634,19 +661,21 @@ def project_class_balance(V, rows, cols, nu0=None, *, tol=1e-14, max_iter=100):
         d0 = float(grad @ step)   # phi'(0) > 0 for phi(t) = g(nu + t step), concave
         if not d0 > 0.0:          # only at rounding level (A is positive definite)
             break
-        # exact line search: the root of the nonincreasing, piecewise linear phi'(t) in [0, 1]
+        # line search on phi(t) = g(nu + t step), concave with phi'(t) nonincreasing and
+        # piecewise linear: accept t with Armijo's decrease and |phi'(t)| <= phi'(0) / 2 (a
+        # strong Wolfe point: past the flat pieces, not beyond the maximum), else bracket the
+        # root of phi' by regula falsi (Illinois)
+        slack = 1e-15 * (abs(g) + 1.0)
         lo, dlo, hi, dhi = 0.0, d0, 1.0, None
         t, side = 1.0, 0
         for _ in range(60):
             g1, alpha1, grad1, H1 = dual(nu + t * step)
             dt = float(grad1 @ step)
-            if dhi is None:
-                if dt >= 0.0:
-                    break             # the full step: phi still rises at t = 1
-                hi, dhi = t, dt
-            elif dt > 0.0:
+            if g1 >= g + 1e-4 * t * d0 - slack and (abs(dt) <= 0.5 * d0 or (t == 1.0 and dt >= 0.0)):
+                break
+            if dt > 0.0:
                 lo, dlo = t, dt
-                if side == -1:
+                if side == -1 and dhi is not None:
                     dhi *= 0.5        # Illinois: halve the stale end
                 side = -1
             else:
@@ -654,9 +683,9 @@ def project_class_balance(V, rows, cols, nu0=None, *, tol=1e-14, max_iter=100):
                 if side == 1:
                     dlo *= 0.5
                 side = 1
-            if abs(dt) <= 1e-12 * d0 or hi - lo <= 1e-12:
+            if hi - lo <= 1e-13:
                 break
-            t = lo + (hi - lo) * dlo / (dlo - dhi)
+            t = lo + (hi - lo) * (0.5 if dhi is None else dlo / (dlo - dhi))
         nu, g, alpha, grad, H = nu + t * step, g1, alpha1, grad1, H1
         r1 = float(np.abs(grad).sum())
         if r1 < best[0]:
@@ -708,15 +737,15 @@ class _ClassBalance:
         return a, self.warm["smoothed"].copy()
 
     def slope(self, alpha):
-        """The intercepts' part of the loss plane :math:`-Z^T\\alpha`: :math:`\\alpha^T 1 - C`."""
+        r"""The intercepts' part of the loss plane :math:`-Z^T\alpha`: :math:`\alpha^T 1 - C`."""
         return np.asarray(alpha).sum(axis=0) - self.totals
 
     def center(self):
-        """The prox-centre :math:`\\alpha_{ij} = c_i C_j` (in the set: rows sum to :math:`c_i`,
-        columns to :math:`C_j`, as :math:`\\sum_i c_i = 1`)."""
+        r"""The prox-centre :math:`\alpha_{ij} = c_i C_j` (in the set: rows sum to :math:`c_i`,
+        columns to :math:`C_j`, as :math:`\sum_i c_i = 1`)."""
         return np.outer(self.c, self.totals / max(float(self.c.sum()), 1e-300))
 
     def radius_sq(self):
-        """:math:`\\tfrac12\\sum_i c_i^2 (1 + \\|C\\|^2) \\ge \\max \\tfrac12\\|\\alpha -
-        \\alpha_c\\|^2` (:math:`\\langle\\alpha_i, \\alpha_{c,i}\\rangle \\ge 0`)."""
+        r""":math:`\tfrac12\sum_i c_i^2 (1 + \|C\|^2) \ge \max \tfrac12\|\alpha -
+        \alpha_c\|^2` (:math:`\langle\alpha_i, \alpha_{c,i}\rangle \ge 0`)."""
         return 0.5 * float(self.c @ self.c) * (1.0 + float(self.totals @ self.totals))
