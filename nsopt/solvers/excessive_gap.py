@@ -303,12 +303,7 @@ class ExcessiveGap(Solver):
 
     def init(self, problem, x0):
         bias = _bias_loss(problem)
-        if bias is None:
-            form = saddle_form(problem.loss)
-        elif isinstance(bias, _ClassBalance):
-            form = bias.saddle_form()
-        else:
-            form = bias.saddle_form()
+        form = saddle_form(problem.loss) if bias is None else bias.saddle_form()
         lam = problem.lam
         fixed = not self.adaptive_lipschitz
         problem.evaluate(x0)                                 # an upper bound; not the start
@@ -423,11 +418,13 @@ def _intercept_reason(name, problem) -> str | None:
 
 def _bias_loss(problem):
     """For ``fit_intercept=True`` the :class:`InterceptHinge` of the problem's hinge (its data
-    and weights, no copy), else None."""
+    and weights, no copy), or the :class:`_ClassBalance` of its multiclass hinge; else None."""
+    from ..losses.vector import MulticlassHinge
+
     raw = getattr(problem, "problem", problem)   # the loop's counting wrapper
     if not getattr(raw, "fit_intercept", False):
         return None
-    if not hasattr(raw.base_loss, "dual_upper"):  # the multiclass hinge
+    if isinstance(raw.base_loss, MulticlassHinge):
         return _ClassBalance(raw.base_loss)
     hinge = raw.base_loss
     bias = InterceptHinge.__new__(InterceptHinge)
