@@ -222,11 +222,21 @@ def test_inflated_claim_is_rejected(kw):
 
 
 # --- refusals -------------------------------------------------------------------------------
-@pytest.mark.parametrize("loss_name", ["logistic", "squared-hinge", "multiclass-hinge"])
+@pytest.mark.parametrize("loss_name", ["logistic", "squared-hinge"])
 def test_excessive_gap_refuses_other_losses_with_intercept(loss_name):
     J, _, _ = make(loss_name, R.L2())
-    with pytest.raises(ProblemNotSupported, match="binary Hinge only.*'bmrm'"):
+    with pytest.raises(ProblemNotSupported,
+                       match="binary Hinge and the Crammer-Singer MulticlassHinge only.*'bmrm'"):
         nsopt.minimize(J, method="excessive-gap")
+
+
+def test_excessive_gap_multiclass_hinge_against_cvxpy():
+    """One bias per class (tests/test_excessive_gap_intercept.py has the rest)."""
+    J, _, _ = make("multiclass-hinge", R.L2())
+    opt, _, _ = reference("multiclass-hinge", "l2")
+    res = nsopt.minimize(J, method="excessive-gap", rtol=1e-5, max_iter=50000)
+    _bracket(res, J, opt, 1e-5)
+    assert res.certificate.source == "excessive-gap"
 
 
 def test_excessive_gap_refuses_l1_with_intercept():

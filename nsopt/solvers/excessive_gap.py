@@ -17,7 +17,9 @@ Saddle forms known here (:func:`saddle_form`): the binary hinge (box dual
 :math:`[0, c_i]`), the Crammer-Singer multiclass hinge and its cost-scaled variants (a scaled
 simplex per example), the hinge with an unregularized bias (box plus :math:`y^T\alpha = 0`,
 :class:`~nsopt.losses.intercept.InterceptHinge`, solved by :func:`pragam_with_bias`, and used
-for ``RegularizedRisk(Hinge(X, y), L2(), lam, fit_intercept=True)``), and any
+for ``RegularizedRisk(Hinge(X, y), L2(), lam, fit_intercept=True)``), the Crammer-Singer hinge
+with one bias per class (simplices cut by the class-balance equalities, a transportation
+polytope, :func:`project_class_balance`), and any
 loss with a ``saddle_form()`` method returning a :class:`SaddleForm`. The losses own their
 forms (:mod:`nsopt.saddle`); :math:`\|Z\|_2` comes from :func:`nsopt._linalg.spectral_norm_sq`.
 """
@@ -28,6 +30,7 @@ from numbers import Real
 from typing import NamedTuple
 
 import numpy as np
+from numba import njit
 
 from .._linalg import spectral_norm_sq
 from ..losses._kernels import dot as _serial_dot
@@ -39,7 +42,8 @@ from .._validation import Boolean, Interval, NoneOr, Option
 from ._base import Solver
 from ._registry import register
 
-__all__ = ["ExcessiveGap", "SaddleForm", "saddle_form", "pragam_with_bias", "InterceptFit"]
+__all__ = ["ExcessiveGap", "SaddleForm", "saddle_form", "pragam_with_bias", "InterceptFit",
+           "project_class_balance", "ClassBalanceProjection"]
 
 
 def _has_saddle_form(loss) -> bool:
@@ -137,14 +141,38 @@ class ExcessiveGap(Solver):
     problem's regularizer: :math:`D(\alpha_k) - B|y^T\alpha_k|` with the proven box :math:`|b|
     \le B` (:meth:`~nsopt.RegularizedRisk.intercept_bound`), so a rounding residual of the
     equality costs B times it and :meth:`~nsopt.Certificate.check` recomputes the bound from
-    the dual point. Other losses with an intercept are refused (their dual sets cut by the bias
-    equalities have no projection here): use ``"bmrm"`` or ``"proximal-bundle"``.
+    the dual point.
+
+    One bias per class (``RegularizedRisk(MulticlassHinge(X, y), L2(), lam,
+    fit_intercept=True)``, :math:`x = (W, b)`, :math:`b \in \mathbb{R}^K`). The scores
+    :math:`F + 1b^T` add :math:`\sum_{ij}\alpha_{ij}(b_j - b_{y_i})` to the saddle function, so
+    the intercepts' block of :math:`Z` is :math:`Z_b^T\alpha = C - \alpha^T 1` with the class
+    weights :math:`C_j = \sum_{y_i = j} c_i` (:func:`nsopt.saddle.saddle_form`); minimising over
+    the free :math:`b` cuts :math:`Q` (row i on the simplex of total :math:`c_i`) by the K
+    equalities :math:`\sum_i \alpha_{ij} = C_j`: the dual mass on class j equals the weight of
+    its examples (rank K - 1, they sum to an identity). This transportation polytope is
+    projected through its K-dimensional concave dual (:func:`project_class_balance`: per
+    multiplier vector :math:`\nu` every row is a simplex projection of the shifted row
+    :math:`v_i + \nu`; semismooth Newton with a line search, warm-started at the last bias).
+    The prox-centre is :math:`\alpha_{c,ij} = c_i C_j` (in the cut set). The bias of the
+    primal point comes from the multipliers of :math:`\alpha_\mu(w_{k})` (which the next step
+    needs anyway): :math:`b_k = \mu_k\nu` minimises the smoothed risk over the bias, so
+    :math:`R(w_k, b_k) \le \min_b R(w_k, b) + \mu_k D_2` and the measured gap stays within
+    :math:`2\mu_k D_2`. The bound is that of the plane of the loss with intercepts at
+    :math:`\alpha_k`, :math:`(-Z_w^T\alpha_k, \alpha_k^T 1 - C)`, so the projection's residual
+    :math:`r` of the equalities costs :math:`B\|r\|_1`; its evidence is the
+    :class:`~nsopt.certificate.SaddlePoint` :math:`\alpha_k`, checked in the loss's form with
+    intercepts. Every class must have an example (else :math:`B = \infty`: refused).
+    Other losses with an intercept (logistic, squared hinge, the cost-scaled multiclass hinges
+    whose intercept bound is not proven) are refused: use ``"bmrm"`` or ``"proximal-bundle"``.
 
     Cost per iteration: 3 products with :math:`Z` or :math:`Z^T` plus one oracle call (two
     passes), two projections onto :math:`Q` (O(m) clipping; O(m) median search with a bias;
-    O(m k log k) for the simplices); a backtrack adds 2 products.
+    O(m k) per pass of Michelot's method for the simplices; times the Newton steps and line
+    search trials with per-class biases); a backtrack adds 2 products.
 
-    ``Result.info``: ``lipschitz`` (last L), ``n_backtracks``, ``mu``.
+    ``Result.info``: ``lipschitz`` (last L), ``n_backtracks``, ``mu``; with per-class biases
+    ``newton_steps`` (of all projections, cumulative).
 
     References
     ----------
@@ -192,7 +220,8 @@ class ExcessiveGap(Solver):
         iteration: int             # k
         n_backtracks: int          # cumulative
         form: SaddleForm
-        bias: object = None        # fit_intercept: the InterceptHinge of the problem's hinge
+        bias: object = None        # fit_intercept: InterceptHinge (binary) or _ClassBalance
+        a_mu: object = None        # multiclass bias: alpha_mu(w_k), computed with x_k's bias
 
     @classmethod
     def unsupported_reason(cls, problem):
@@ -213,6 +242,11 @@ class ExcessiveGap(Solver):
     def _dual_value(self, problem, form, v, zt_v, bias=None):
         # D(v) = b_bar - lam Omega*(-a_bar / lam) with Omega* = 0.5 ||.||^2 (L2 only)
         b_bar = _dot(form.offset, v)
+        if isinstance(bias, _ClassBalance):
+            # the plane of the loss with intercepts, (-Z_w^T v, -Z_b^T v = v^T 1 - C): the
+            # equalities' rounding residual is paid for by B ||v^T 1 - C||_1
+            a_bar = np.concatenate((-zt_v, bias.slope(v)))
+            return b_bar - problem.reg.scaled_conjugate(a_bar, problem.lam), a_bar, b_bar
         if bias is not None:
             # the plane of the loss with intercept, (-Z^T v, -y^T v): its intercept slope is 0
             # up to the projection's rounding, which the box term B |y^T v| pays for
@@ -245,11 +279,14 @@ class ExcessiveGap(Solver):
             return DualPoint(t, plane=(a_bar, b_bar))
         return SaddlePoint(np.array(v, copy=True), plane=(a_bar, b_bar))
 
-    def _gradient_step(self, problem, form, beta, zt_beta, grad, L):
+    def _gradient_step(self, problem, form, beta, zt_beta, grad, L, bias=None):
         """v(beta) = proj(beta + grad D(beta) / L) and whether the descent inequality
         ||Z^T(v - beta)||^2 <= lam L ||v - beta||^2 holds, with the measured curvature."""
         lam = problem.lam
-        v = form.project(beta + grad / L)
+        if isinstance(bias, _ClassBalance):
+            v = bias.project(beta + grad / L, L, "gradient")
+        else:
+            v = form.project(beta + grad / L)
         zt_v = form.rmatvec(v)
         dv, dz = _sq(v - beta), _sq(zt_v - zt_beta)
         # Z^T v - Z^T beta is a difference of separately rounded products: below this it is noise
@@ -284,25 +321,32 @@ class ExcessiveGap(Solver):
             L = L if L > 0 else 1.0
         nb = 0
         while True:                                          # l. 1: alpha_0 = v(alpha_{-1})
-            v, zt_v, ok, curv = self._gradient_step(problem, form, center, zt_c, grad, L)
+            v, zt_v, ok, curv = self._gradient_step(problem, form, center, zt_c, grad, L, bias)
             if ok:
                 break
             if fixed:
                 raise self._too_small(L, curv)
             L, nb = 2.0 * L, nb + 1
         lower, a_bar, b_bar = self._dual_value(problem, form, v, zt_v, bias)
+        mu = 2.0 * L if fixed else L
+        a_mu = None
+        if isinstance(bias, _ClassBalance):                  # alpha_mu(w_0) for the first step
+            a_mu, _ = bias.smoothed(form, grad, mu)
         return self.State(                                   # l. 1: w_0 = w(alpha_{-1})
             w=zt_c / lam, alpha=v, lower_bound=lower, a_bar=a_bar, b_bar=b_bar,
             evidence=self._evidence(problem, v, a_bar, b_bar),
-            residual=grad, mu=2.0 * L if fixed else L, tau=math.nan, lipschitz=L,
-            curvature=curv, iteration=0, n_backtracks=nb, form=form, bias=bias,
+            residual=grad, mu=mu, tau=math.nan, lipschitz=L,
+            curvature=curv, iteration=0, n_backtracks=nb, form=form, bias=bias, a_mu=a_mu,
         )
 
     def step(self, problem, s):
         form, lam, fixed = s.form, problem.lam, not self.adaptive_lipschitz
-        a_mu = form.project(form.center + s.residual / s.mu)          # alpha_mu(w_k), eq. (23)
+        if s.a_mu is not None:                                         # multiclass bias: kept
+            a_mu = s.a_mu
+        else:
+            a_mu = form.project(form.center + s.residual / s.mu)      # alpha_mu(w_k), eq. (23)
         zt_mu = form.rmatvec(a_mu)
-        zt_alpha = -s.a_bar if s.bias is None else -s.a_bar[:-1]
+        zt_alpha = -s.a_bar[:s.w.size]
         L = s.lipschitz if fixed else max(self._shrink * s.lipschitz, s.curvature)
         nb = 0
         while True:
@@ -313,7 +357,7 @@ class ExcessiveGap(Solver):
             beta = (1 - tau) * s.alpha + tau * a_mu                    # l. 3
             zt_beta = (1 - tau) * zt_alpha + tau * zt_mu
             grad = form.offset - form.matvec(zt_beta) / lam            # grad D(beta) = b - Z w(beta)
-            v, zt_v, ok, curv = self._gradient_step(problem, form, beta, zt_beta, grad, L)
+            v, zt_v, ok, curv = self._gradient_step(problem, form, beta, zt_beta, grad, L, s.bias)
             if ok:                                                     # l. 4: alpha_{k+1} = v(beta)
                 break
             if fixed:
@@ -321,18 +365,28 @@ class ExcessiveGap(Solver):
             L, nb = 2.0 * L, nb + 1
         w = (1 - tau) * s.w + (tau / lam) * zt_beta                    # l. 4: w_{k+1}, eq. (24)
         residual = (1 - tau) * s.residual + tau * grad                 # b - Z w_{k+1}
-        problem.evaluate(self._point(problem, s.bias, w, residual))
+        mu = (1 - tau) * s.mu                                          # l. 4: mu_{k+1}
+        a_next = None
+        if isinstance(s.bias, _ClassBalance):
+            # alpha_mu(w_{k+1}) now (the next step's eq. 23): its multipliers give the bias
+            a_next, b = s.bias.smoothed(form, residual, mu)
+            problem.evaluate(np.concatenate((w, b)))                   # problem.join(w, b)
+        else:
+            problem.evaluate(self._point(problem, s.bias, w, residual))
         lower, a_bar, b_bar = self._dual_value(problem, form, v, zt_v, s.bias)
         return self.State(
             w=w, alpha=v, lower_bound=lower, a_bar=a_bar, b_bar=b_bar, residual=residual,
             evidence=self._evidence(problem, v, a_bar, b_bar),
-            mu=(1 - tau) * s.mu, tau=tau, lipschitz=L, curvature=curv,       # l. 4: mu_{k+1}
+            mu=mu, tau=tau, lipschitz=L, curvature=curv,
             iteration=s.iteration + 1, n_backtracks=s.n_backtracks + nb, form=form,
-            bias=s.bias,
+            bias=s.bias, a_mu=a_next,
         )
 
     def info(self, s):
-        return {"lipschitz": s.lipschitz, "n_backtracks": s.n_backtracks, "mu": s.mu}
+        out = {"lipschitz": s.lipschitz, "n_backtracks": s.n_backtracks, "mu": s.mu}
+        if isinstance(s.bias, _ClassBalance):
+            out["newton_steps"] = s.bias.newton
+        return out
 
 
 # ----------------------------------------------------------------------------------------
@@ -341,30 +395,37 @@ class ExcessiveGap(Solver):
 def _intercept_reason(name, problem) -> str | None:
     """Why ``ExcessiveGap`` cannot solve the ``fit_intercept=True`` problem, or None."""
     from ..losses.scalar import Hinge
+    from ..losses.vector import MulticlassHinge
 
     base, reg = problem.base_loss, problem.base_reg
     others = ("'bmrm' or 'proximal-bundle' (any loss with a proven intercept bound), or "
               "'sublbfgs'")
-    if type(base) is not Hinge:  # exact class: a subclass may change the loss
-        return (f"method {name!r} with fit_intercept=True handles the binary Hinge only (its "
-                "dual with a free bias is the box cut by y^T alpha = 0, [SZV09] Pragam-b; other "
+    if type(base) not in (Hinge, MulticlassHinge):  # exact classes: a subclass may change the loss
+        return (f"method {name!r} with fit_intercept=True handles the binary Hinge and the "
+                "Crammer-Singer MulticlassHinge only (their duals with free biases are the box "
+                "cut by y^T alpha = 0, [SZV09] Pragam-b, and a transportation polytope; other "
                 "saddle forms would need a projection onto their dual set cut by the bias "
                 f"equalities), got loss {type(base).__name__}; use {others}")
     if not reg.self_conjugate:
         return (f"method {name!r} with fit_intercept=True needs the L2 regularizer, got "
                 f"{type(reg).__name__}; use {others}")
-    if not math.isfinite(problem.intercept_bound()):  # pragma: no cover - finite for L2 hinge
+    if not math.isfinite(problem.intercept_bound()):  # a class without examples
         return (f"method {name!r} with fit_intercept=True needs a proven bound on the "
-                f"intercept (RegularizedRisk.intercept_bound() is inf); use {others}")
+                f"intercept (RegularizedRisk.intercept_bound() is inf: for MulticlassHinge, "
+                f"every class must have an example of positive weight); use {others}")
     return None
 
 
 def _bias_loss(problem):
     """For ``fit_intercept=True`` the :class:`InterceptHinge` of the problem's hinge (its data
-    and weights, no copy), else None."""
+    and weights, no copy), or the :class:`_ClassBalance` of its multiclass hinge; else None."""
+    from ..losses.vector import MulticlassHinge
+
     raw = getattr(problem, "problem", problem)   # the loop's counting wrapper
     if not getattr(raw, "fit_intercept", False):
         return None
+    if isinstance(raw.base_loss, MulticlassHinge):
+        return _ClassBalance(raw.base_loss)
     hinge = raw.base_loss
     bias = InterceptHinge.__new__(InterceptHinge)
     bias.hinge, bias.data, bias.y, bias.c = hinge, hinge.data, hinge.y, hinge.c
@@ -419,3 +480,269 @@ def pragam_with_bias(X, y, lam, *, sample_weight=None, callback=None, **options)
     problem = RegularizedRisk(loss, L2(), lam)
     res = ExcessiveGap(**options).solve(problem, callback=callback)
     return InterceptFit(res.x, loss.intercept(res.x), res)
+
+
+# ----------------------------------------------------------------------------------------
+# the Crammer-Singer hinge with one unregularized bias per class
+# ----------------------------------------------------------------------------------------
+@njit(cache=True)
+def _shifted_simplex_rows(V, nu, c, out, colsum, H):  # pragma: no cover - compiled
+    """``out_i = proj_{c_i simplex}(V_i + nu)`` for every row; adds the column sums of ``out``
+    to ``colsum`` and the projection's generalized Jacobian summed over the rows,
+    ``diag(1_S) - 1_S 1_S^T / |S|`` (S the row's support), to ``H``; returns
+    ``sum_i 0.5 ||out_i - V_i||^2 - <nu, out_i>``."""
+    m, k = V.shape
+    u = np.empty(k)
+    idx = np.empty(k, np.int64)
+    total = 0.0
+    for i in range(m):
+        z = c[i]
+        if z <= 0.0:
+            for j in range(k):
+                out[i, j] = 0.0
+                total += 0.5 * V[i, j] * V[i, j]
+            continue
+        # Michelot's method: theta rises monotonically to the simplex threshold, O(k) a pass
+        ssum = 0.0
+        for j in range(k):
+            u[j] = V[i, j] + nu[j]
+            idx[j] = j
+            ssum += u[j]
+        n = k
+        theta = (ssum - z) / n
+        while True:
+            n2 = 0
+            ssum = 0.0
+            for a in range(n):
+                j = idx[a]
+                if u[j] > theta:
+                    idx[n2] = j
+                    n2 += 1
+                    ssum += u[j]
+            if n2 == n or n2 == 0:
+                break
+            n = n2
+            theta = (ssum - z) / n
+        n = 0
+        rsum = 0.0
+        for j in range(k):
+            x = u[j] - theta
+            if x > 0.0:
+                out[i, j] = x
+                idx[n] = j
+                n += 1
+                rsum += x
+            else:
+                out[i, j] = 0.0
+        # the threshold's cancellation (|u| >> z) leaves the row sum off by ~eps |u|: spread
+        # the difference over the support (a point of the simplex up to eps z)
+        fix = (z - rsum) / n if n > 0 else 0.0
+        for a in range(n):
+            j = idx[a]
+            x = out[i, j] + fix
+            out[i, j] = x if x > 0.0 else 0.0
+        for j in range(k):
+            x = out[i, j]
+            colsum[j] += x
+            r = x - V[i, j]
+            total += 0.5 * r * r - nu[j] * x
+        if n > 0:
+            inv = 1.0 / n
+            for a in range(n):
+                H[idx[a], idx[a]] += 1.0
+                for b in range(n):
+                    H[idx[a], idx[b]] -= inv
+    return total
+
+
+class ClassBalanceProjection(NamedTuple):
+    """The result of :func:`project_class_balance`: the projection ``alpha`` (m x k), the
+    multipliers ``nu`` (k, defined up to a common constant: normalised to mean 0), the
+    residual ``colsum(alpha) - totals`` of the column equalities, and the Newton ``iterations``."""
+
+    alpha: np.ndarray
+    nu: np.ndarray
+    residual: np.ndarray
+    iterations: int
+
+
+def project_class_balance(V, rows, cols, nu0=None, *, tol=1e-14, max_iter=100):
+    r"""Euclidean projection onto the transportation polytope
+    :math:`T = \{\alpha \in \mathbb{R}^{m\times k}_{\ge 0}:\ \alpha 1 = r,\ \alpha^T 1 = s\}`
+    (row totals ``rows`` :math:`r \ge 0`, column totals ``cols`` :math:`s \ge 0`,
+    :math:`1^T r = 1^T s`), by a semismooth Newton method on its k-dimensional concave dual.
+
+    With multipliers :math:`\nu \in \mathbb{R}^k` on the column equalities,
+
+    .. math::
+        g(\nu) = \min_{\alpha 1 = r,\ \alpha\ge 0} \tfrac12\|\alpha - V\|^2
+                 - \langle\nu, \alpha^T 1 - s\rangle,\qquad
+        \alpha_i(\nu) = \Pi_{r_i\Delta}(v_i + \nu),\qquad
+        \nabla g(\nu) = s - \alpha(\nu)^T 1,
+
+    each row an independent simplex projection of the shifted row (sort-based, compiled).
+    :math:`g` is concave and piecewise quadratic; its generalized Hessian is
+    :math:`-\sum_i (\mathrm{diag}(1_{S_i}) - 1_{S_i}1_{S_i}^T/|S_i|)` with :math:`S_i` the
+    support of row i. It is singular along :math:`1` (a common shift of :math:`\nu` moves
+    no row), and :math:`\nabla g \perp 1`: the Newton system is solved with
+    :math:`\bar h\,11^T/k` added (so the step stays :math:`\perp 1`) and a Levenberg term
+    :math:`\delta = \bar h \min(1, \|\nabla g\|_1)` (:math:`\bar h` the mean diagonal), the step
+    capped to the spread of :math:`V` and accepted by Armijo backtracking on :math:`g`. Within
+    a piece the step is exact, so near the solution it ends in a few steps with the residual
+    at rounding level. Stops at :math:`\|\nabla g\|_1 \le` ``tol`` :math:`\cdot 1^T s`, when
+    the line search stalls (rounding) or after ``max_iter`` steps; the caller reads the
+    ``residual`` (a certificate pays for it, it does not assume it is 0).
+
+    Parameters
+    ----------
+    V : array (m, k)
+    rows, cols : arrays (m,), (k,), nonnegative, equal sums
+    nu0 : array (k,), optional
+        Warm start for the multipliers.
+
+    Returns
+    -------
+    ClassBalanceProjection
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nsopt.solvers.excessive_gap import project_class_balance
+    >>> V = np.array([[0.3, 0.1, 0.0], [0.2, 0.4, 0.0], [0.0, 0.0, 0.1]])
+    >>> p = project_class_balance(V, np.full(3, 1 / 3), np.full(3, 1 / 3))
+    >>> bool(np.allclose(p.alpha.sum(axis=0), 1 / 3) and np.allclose(p.alpha.sum(axis=1), 1 / 3))
+    True
+    """
+    V = np.ascontiguousarray(V, dtype=np.float64)
+    if V.ndim != 2:
+        raise ValueError(f"V must be an m x k matrix, got shape {V.shape}")
+    m, k = V.shape
+    rows = np.ascontiguousarray(np.broadcast_to(np.asarray(rows, dtype=np.float64), (m,)))
+    cols = np.ascontiguousarray(np.asarray(cols, dtype=np.float64))
+    if cols.shape != (k,):
+        raise ValueError(f"cols must have {k} entries (one per column of V), got shape {cols.shape}")
+    if (rows < 0).any() or (cols < 0).any():
+        raise ValueError("rows and cols must be nonnegative")
+    mass = float(cols.sum())
+    if not abs(float(rows.sum()) - mass) <= 1e-12 * max(1.0, mass):
+        raise ValueError(f"rows and cols must have equal sums (the polytope is empty), got "
+                         f"{float(rows.sum())!r} and {mass!r}")
+    nu = np.zeros(k) if nu0 is None else np.array(nu0, dtype=np.float64).reshape(k)
+    nu = np.where(np.isfinite(nu), nu, 0.0)
+    nu -= nu.mean()
+    out = np.empty_like(V)
+
+    def dual(nu):
+        colsum, H = np.zeros(k), np.zeros((k, k))
+        val = _shifted_simplex_rows(V, nu, rows, out, colsum, H) + float(nu @ cols)
+        return val, out.copy(), cols - colsum, H
+
+    g, alpha, grad, H = dual(nu)
+    span = float(np.ptp(V)) + float(rows.max(initial=0.0)) + 1e-300
+    target = tol * max(mass, 1e-300)
+    it = 0
+    best = (float(np.abs(grad).sum()), nu, alpha, grad)
+    for it in range(1, max_iter + 1):
+        res = float(np.abs(grad).sum())
+        if res <= target:
+            it -= 1
+            break
+        hbar = max(float(np.trace(H)) / k, 1.0)
+        A = H + (hbar / k) * np.ones((k, k))
+        A[np.diag_indices(k)] += 1e-9 * hbar
+        step = np.linalg.solve(A, grad)
+        step -= step.mean()
+        size = float(np.abs(step).max())
+        if size > span:
+            step *= span / size
+        d0 = float(grad @ step)   # phi'(0) > 0 for phi(t) = g(nu + t step), concave
+        if not d0 > 0.0:          # only at rounding level (A is positive definite)
+            break
+        # line search on phi(t) = g(nu + t step), concave with phi'(t) nonincreasing and
+        # piecewise linear: accept t with Armijo's decrease and |phi'(t)| <= phi'(0) / 2 (a
+        # strong Wolfe point: past the flat pieces, not beyond the maximum), else bracket the
+        # root of phi' by regula falsi (Illinois)
+        slack = 1e-15 * (abs(g) + 1.0)
+        lo, dlo, hi, dhi = 0.0, d0, 1.0, None
+        t, side = 1.0, 0
+        for _ in range(60):
+            g1, alpha1, grad1, H1 = dual(nu + t * step)
+            dt = float(grad1 @ step)
+            if g1 >= g + 1e-4 * t * d0 - slack and (abs(dt) <= 0.5 * d0 or (t == 1.0 and dt >= 0.0)):
+                break
+            if dt > 0.0:
+                lo, dlo = t, dt
+                if side == -1 and dhi is not None:
+                    dhi *= 0.5        # Illinois: halve the stale end
+                side = -1
+            else:
+                hi, dhi = t, dt
+                if side == 1:
+                    dlo *= 0.5
+                side = 1
+            if hi - lo <= 1e-13:
+                break
+            t = lo + (hi - lo) * (0.5 if dhi is None else dlo / (dlo - dhi))
+        nu, g, alpha, grad, H = nu + t * step, g1, alpha1, grad1, H1
+        r1 = float(np.abs(grad).sum())
+        if r1 < best[0]:
+            best = (r1, nu, alpha, grad)
+        elif r1 >= res and t * size <= 1e-15 * (1.0 + float(np.abs(nu).max())):
+            break                     # stalled at rounding level
+    _, nu, alpha, grad = best
+    nu = nu - nu.mean()
+    return ClassBalanceProjection(alpha, nu, -grad, it)
+
+
+class _ClassBalance:
+    r"""The dual set of the Crammer-Singer hinge with one free bias per class: every row
+    :math:`\alpha_i` on the simplex of total :math:`c_i`, and the intercepts' equalities
+    :math:`Z_b^T\alpha = C - \alpha^T 1 = 0` (:func:`nsopt.saddle.saddle_form`: the dual mass on
+    class j equals the weight :math:`C_j = \sum_{y_i = j} c_i` of its examples), a
+    transportation polytope projected by :func:`project_class_balance`. Keeps, per call site,
+    the last bias :math:`b = s\nu` (``s`` the scale of the projected point) to warm-start the
+    next projection, and the bias of the smoothed primal at the last :math:`\alpha_\mu(w)`."""
+
+    def __init__(self, loss):
+        self.form = loss.saddle_form()
+        self.y, self.c, self.k = loss.y, np.ascontiguousarray(loss.c, dtype=np.float64), loss.n_classes
+        self.totals = np.bincount(self.y, weights=self.c, minlength=self.k).astype(np.float64)
+        self.warm = {}
+        self.newton = 0
+
+    def project(self, V, scale=1.0, slot=None):
+        b = self.warm.get(slot)
+        p = project_class_balance(V, self.c, self.totals, None if b is None else b / scale)
+        self.newton += p.iterations
+        if slot is not None:
+            self.warm[slot] = p.nu * scale
+        return p.alpha
+
+    def saddle_form(self):
+        """The loss's form on the coefficients with :math:`Q` cut by the equalities (warm-free
+        ``project``), the centre :meth:`center` and its radius."""
+        return self.form._replace(project=self.project, center=self.center(),
+                                  radius_sq=self.radius_sq())
+
+    def smoothed(self, form, residual, mu):
+        r""":math:`\alpha_\mu(w) = \Pi(\alpha_c + r/\mu)` (r = ``residual`` :math:`= b_0 -
+        Z_w w`) and the bias :math:`b = \mu\nu` of its multipliers: :math:`\alpha_\mu(w)`
+        maximises :math:`\langle\alpha, r - Z_b b\rangle - \mu d(\alpha)` over the uncut
+        :math:`Q`, so :math:`b` minimises the smoothed risk over the bias and
+        :math:`R(w, b) \le \min_{b'} R(w, b') + \mu D_2`."""
+        a = self.project(form.center + residual / mu, mu, "smoothed")
+        return a, self.warm["smoothed"].copy()
+
+    def slope(self, alpha):
+        r"""The intercepts' part of the loss plane :math:`-Z^T\alpha`: :math:`\alpha^T 1 - C`."""
+        return np.asarray(alpha).sum(axis=0) - self.totals
+
+    def center(self):
+        r"""The prox-centre :math:`\alpha_{ij} = c_i C_j` (in the set: rows sum to :math:`c_i`,
+        columns to :math:`C_j`, as :math:`\sum_i c_i = 1`)."""
+        return np.outer(self.c, self.totals / max(float(self.c.sum()), 1e-300))
+
+    def radius_sq(self):
+        r""":math:`\tfrac12\sum_i c_i^2 (1 + \|C\|^2) \ge \max \tfrac12\|\alpha -
+        \alpha_c\|^2` (:math:`\langle\alpha_i, \alpha_{c,i}\rangle \ge 0`)."""
+        return 0.5 * float(self.c @ self.c) * (1.0 + float(self.totals @ self.totals))
