@@ -25,7 +25,8 @@ Measured on the shared 2-core machine (--max-time 240):
     1e-4   bmrm              max_time  36548    240.0  1.000000  1.0e+00
     1e-4   ls-bmrm           max_time   6184    240.0  1.000000  1.0e+00
 
-(bmrm and ls-bmrm never left x = 0 here: J = 1, bound 0.)
+(bmrm and ls-bmrm stayed at J = J(0) = 1, bound 0: their model is not stabilised in the 26
+unregularized intercepts, whose master values are Kelley's, at the far faces of the box.)
 
 Usage: python benchmarks/excessive_gap.py [--data a9a mushrooms] [--max-time 60]
        python benchmarks/excessive_gap.py --intercept [--lams 1e-3 1e-4] [--max-time 600]

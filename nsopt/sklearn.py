@@ -50,7 +50,7 @@ import joblib
 
 from . import losses as _losses
 from . import regularizers as _regs
-from .minimize import minimize
+from .minimize import STABLE_INTERCEPTS_METHOD, minimize
 from .problem import RegularizedRisk
 from .solvers import SOLVERS, methods_supporting
 
@@ -120,13 +120,17 @@ class _LinearModel(BaseEstimator):
 
     def _method(self, J) -> str:
         """The named method, or the default: ``"sublbfgs"`` for a smooth loss with the L2
-        penalty (not when warm-starting: it keeps no planes), else ``"ls-bmrm"``; when the
+        penalty (not when warm-starting: it keeps no planes), ``"proximal-bundle"`` with one
+        intercept per class (:data:`nsopt.minimize.STABLE_INTERCEPTS_METHOD`), else
+        ``"ls-bmrm"``; when the
         problem does not suit it (e.g. an intercept without a proven bound), the first of
         ``ls-bmrm, sublbfgs, proximal-bundle`` that nsopt says can solve it."""
         if self.method is None:
             smooth = self._loss_name() in self._smooth_losses
             quasi_newton = smooth and self.penalty == "l2" and not self.warm_start
             first = "sublbfgs" if quasi_newton else "ls-bmrm"
+            if getattr(J, "n_intercepts", 0) > 1 and not quasi_newton:
+                first = STABLE_INTERCEPTS_METHOD  # one bias per class: see its note
             able = methods_supporting(J)
             for name in (first, "ls-bmrm", "sublbfgs", "proximal-bundle"):
                 if name in able:
