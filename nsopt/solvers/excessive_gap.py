@@ -419,12 +419,11 @@ def _intercept_reason(name, problem) -> str | None:
 def _bias_loss(problem):
     """For ``fit_intercept=True`` the :class:`InterceptHinge` of the problem's hinge (its data
     and weights, no copy), or the :class:`_ClassBalance` of its multiclass hinge; else None."""
-    from ..losses.vector import MulticlassHinge
-
     raw = getattr(problem, "problem", problem)   # the loop's counting wrapper
     if not getattr(raw, "fit_intercept", False):
         return None
-    if isinstance(raw.base_loss, MulticlassHinge):
+    # _intercept_reason admitted the binary Hinge or the MulticlassHinge: classes tell them apart
+    if getattr(raw.base_loss, "n_classes", None) is not None:
         return _ClassBalance(raw.base_loss)
     hinge = raw.base_loss
     bias = InterceptHinge.__new__(InterceptHinge)
