@@ -266,14 +266,6 @@ def test_arguments_are_checked(client, data):
         nd.load_svmlight(["x.svm"], loss=nsopt.losses.MulticlassHinge, client=client)
 
 
-@pytest.fixture(scope="module")
-def a9a():
-    if nsopt.io.find_data_dir() is None:
-        pytest.skip("no data directory (../shared/data or NSOPT_DATA)")
-    X, y = nsopt.io.load_dataset("a9a")[:2]
-    return X.tocsr(), y
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("n_shards", [2, 4, 8])
 def test_a9a_iterates_equal_one_machine(client, a9a, n_shards):

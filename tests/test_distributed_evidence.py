@@ -20,7 +20,7 @@ distributed = pytest.importorskip("distributed")
 
 import nsopt  # noqa: E402
 import nsopt.distributed as nd  # noqa: E402
-from nsopt.certificate import Certificate, CertificateError, DualPoint, fingerprint  # noqa: E402
+from nsopt.certificate import CertificateError, DualPoint, fingerprint  # noqa: E402
 
 from test_distributed import client  # noqa: E402,F401  (a LocalCluster of 2 processes)
 
@@ -240,14 +240,6 @@ def test_ls_bmrm_iterates_equal_one_machine(client, a9a_like, loss_cls, n_shards
     assert res.info["line_steps"] == ref.info["line_steps"]
     assert _rel(res.history["fun"], ref.history["fun"]) <= 1e-10
     assert _rel(res.x, ref.x) <= 1e-10
-
-
-@pytest.fixture(scope="module")
-def a9a():
-    if nsopt.io.find_data_dir() is None:
-        pytest.skip("no data directory (../shared/data or NSOPT_DATA)")
-    X, y = nsopt.io.load_dataset("a9a")[:2]
-    return X.tocsr(), y
 
 
 @pytest.mark.slow

@@ -7,14 +7,6 @@ import nsopt
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def a9a():
-    if nsopt.io.find_data_dir() is None:
-        pytest.skip("no data directory (../shared/data or NSOPT_DATA)")
-    X, y = nsopt.io.load_dataset("a9a")[:2]
-    return X.tocsr(), y
-
-
 def test_bmrm_certifies_a9a_and_agrees_with_liblinear(a9a):
     """Issue: hinge + L2 at lam = 1e-4; BMRM certifies a relative gap of 1e-3 and liblinear's
     objective, run to high accuracy, lies inside BMRM's certified bracket."""

@@ -30,7 +30,7 @@ from ._region import (MasterLPError, Region, box_model_minimum, planes_evidence,
                       region_from_options)
 from ._start import sgd_start
 from ..oracle import freeze
-from ._cutting_plane import (PLANE_OPTIONS, intercept_reason, add_and_solve, add_planes, bundle_planes, master_solver,
+from ._cutting_plane import (PLANE_OPTIONS, add_and_solve, add_planes, bundle_planes, master_solver,
                              new_bundle, solve_master)
 from ._registry import register
 
