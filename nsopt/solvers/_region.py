@@ -94,7 +94,29 @@ def planes_evidence(bundle: PlaneBundle, alpha, floor_value: float, plane, **reg
     """The :class:`~nsopt.certificate.OraclePlanes` of the combination ``alpha`` (feasible) of
     a bundle kept with ``evidence="points"`` (one model): its query points and weights, the
     floor's weight, the plane ``(a_bar, b_bar)`` and the region's fields (``lb``/``ub`` or
-    ``centre``/``radius``); None when a weighted plane has no evidence."""
+    ``centre``/``radius``); None when a weighted plane has no evidence.
+
+    Fast path (every iteration of the level method offers a bound): when each weighted plane
+    is a query point's own plane (:meth:`~nsopt.bundle.PlaneBundle.query_point`) or a fixed
+    plane at the floor (the only fixed planes the any-oracle solvers add:
+    :meth:`~nsopt.bundle.PlaneBundle.add_floor`), the fields are read off directly, without
+    merging recipes; else :meth:`~nsopt.bundle.PlaneBundle.evidence` merges them. Either way
+    :meth:`~nsopt.certificate.Certificate.check` rebuilds every plane through the oracle."""
+    alpha = np.asarray(alpha, dtype=np.float64)[: bundle.n]
+    index = np.flatnonzero(alpha)
+    points, weights, floor = [], [], 0.0
+    for i in index.tolist():
+        point = bundle.query_point(i)
+        if point is not None:
+            points.append(point)
+            weights.append(alpha[i])
+        elif i < bundle.n_fixed and bundle.b[i] == floor_value and math.isfinite(floor_value):
+            floor += float(alpha[i])
+        else:
+            break
+    else:
+        return OraclePlanes(tuple(points), np.array(weights, dtype=np.float64), floor=floor,
+                            floor_value=floor_value, plane=plane, **region)
     q = bundle.evidence(alpha)
     if q is None:
         return None
