@@ -86,6 +86,26 @@ def test_box_constrains_the_trust_region_bundle(name, seed):
     assert res.success, res.message
 
 
+#: the four function kinds of the issue (an L1 fit, a max of affine functions with a ridge,
+#: a Chebyshev fit, a largest eigenvalue)
+FOUR = ["l1", "max-affine-ridge", "chebyshev", "max-eigenvalue"]
+
+
+@pytest.mark.parametrize("name", FOUR)
+@pytest.mark.parametrize("method", sorted(MUST_CONVERGE))
+@pytest.mark.parametrize("region", ["box", "ball"])
+@settings(max_examples=2, deadline=None)
+@given(seed=st.integers(0, 2 ** 16))
+def test_bundle_methods_reach_1e8_without_stalling(name, method, region, seed):
+    """A certified relative gap of 1e-8 (the stopping rule reads the certificate): ``success``
+    with ``gap <= 1e-8 |fun|``, the bracket around Clarabel's optimum and the certificate's
+    check all hold (``run``); within 2000 iterations, so a stall fails the test."""
+    res = run(CASES[name](seed), method, region, rtol=1e-8)
+    assert res.success, (res.status, res.message, res.gap / abs(res.fun))
+    assert res.gap <= 1e-8 * abs(res.fun)
+    assert res.certificate.lower == res.lower_bound
+
+
 # --------------------------------------------------------------------------- option plumbing
 def test_box_is_refused_by_methods_that_cannot_keep_it():
     case = CASES["l1"](0)

@@ -68,9 +68,11 @@ class BoxModelLP:
     ----------
     lb, ub : ndarray
         The box (finite).
+    options : dict, optional
+        Further HiGHS options (name -> value), set after the defaults above.
     """
 
-    def __init__(self, lb: np.ndarray, ub: np.ndarray):
+    def __init__(self, lb: np.ndarray, ub: np.ndarray, options: dict | None = None):
         cls = _highs_class()
         if cls is None:
             raise ImportError("BoxModelLP needs HiGHS (highspy, or the copy in scipy >= 1.13)")
@@ -81,6 +83,8 @@ class BoxModelLP:
         h.setOptionValue("parallel", "off")
         h.setOptionValue("primal_feasibility_tolerance", 1e-10)
         h.setOptionValue("dual_feasibility_tolerance", 1e-10)
+        for name, value in (options or {}).items():
+            h.setOptionValue(name, value)
         self._inf = float(h.getInfinity())
         empty_i, empty_v = np.zeros(0, dtype=np.int32), np.zeros(0)
         for j in range(d):

@@ -21,11 +21,15 @@ from ..oracle import OracleNumericalError, freeze
 from .._validation import Interval, NoneOr, Option, Satisfies, check_box
 from ._base import ProblemNotSupported, Solver
 from ..inner.level_master import BoxModelLP, highs_available, project_level_set
-from ._region import (MasterLPError, ModelMinimum, box_min, box_model_minimum, planes_evidence,
-                      region_from_options)
+from ._region import (HOT_LP_OPTIONS, MasterLPError, ModelMinimum, box_min, box_model_minimum,
+                      planes_evidence, region_from_options)
 from ._registry import register
 
 __all__ = ["LevelBundle"]
+
+
+#: when the bundle is full, room is made for ``max_planes // DROP_SHARE`` planes at once
+DROP_SHARE = 10
 
 
 def _finite_box(value):
@@ -79,8 +83,10 @@ class LevelBundle(Solver):
         only when the level set is empty (fewer LPs, more iterations: 760 against 459 on the
         L1 fit of the benchmark); 1: every iteration, as in [LNN95]_.
     max_planes : int >= 3 or None, default 200
-        Planes kept in the model. When the bundle is full, planes inactive in the last LP
-        and QP go first (the longest inactive first), then planes active only in the QP;
+        Planes kept in the model. When the bundle is full, a tenth of ``max_planes`` go at
+        once (one drop, not one per iteration: each copies the bundle and changes the LP):
+        planes inactive in the last LP and QP first (the longest inactive first), then
+        planes active only in the QP;
         planes with a positive LP multiplier (the evidence of the current bound, at most
         ``dim + 1`` of them at a vertex) are never dropped, so the bundle can hold up to
         ``max(max_planes, dim + 2)`` planes. None: keep every plane (the paper's method).
@@ -309,7 +315,7 @@ class LevelBundle(Solver):
         lb, ub = self._box(problem)
         x0 = freeze(np.clip(x0, lb, ub))            # a start outside the box is projected
         bundle = PlaneBundle(problem.dim, evidence="points")
-        lp = BoxModelLP(lb, ub) if highs_available() else None
+        lp = BoxModelLP(lb, ub, HOT_LP_OPTIONS) if highs_available() else None
         if math.isfinite(problem.lower_bound):
             bundle.add_floor(problem.lower_bound)   # the oracle's floor: a plane of slope 0
             self._mirror(bundle, lp)
@@ -346,14 +352,17 @@ class LevelBundle(Solver):
         """Drop planes until one more fits: inactive ones first (longest idle first), then
         those active in the QP only; never the fixed floor or a plane with a positive LP
         multiplier (the current evidence)."""
-        n, excess = bundle.n, bundle.n - self.max_planes + 1
+        n = bundle.n
+        # room for a tenth of the bundle at once: dropping rows costs a copy of the bundle
+        # (its Gram matrix) and a change of the LP, whatever their number
+        excess = max(n - self.max_planes + 1, self.max_planes // DROP_SHARE)
         protected = np.zeros(n, dtype=bool)
         protected[: bundle.n_fixed] = True
         protected |= alpha[:n] > 0
         protected[n - 1] = True                     # the newest plane
-        age = bundle.age
-        order = sorted((i for i in range(n) if not protected[i]),
-                       key=lambda i: (bool(active[i]), -int(age[i]), i))
+        free = np.flatnonzero(~protected)
+        # inactive before active, then the longest idle first, then the oldest
+        order = free[np.lexsort((free, -bundle.age[free], active[free]))]
         mask = np.zeros(n, dtype=bool)
         mask[order[:excess]] = True
         keep = bundle.drop(mask)
