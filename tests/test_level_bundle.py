@@ -345,3 +345,32 @@ def test_methods_supporting_lists_level_bundle_only_with_its_box_and_minimize_ag
         nsopt.minimize(f, method="level-bundle")
     res = nsopt.minimize(f, method="level-bundle", bounds=box, rtol=1e-6, max_iter=500)
     assert res.success and res.lower_bound <= 1.0 <= res.fun
+
+
+def test_hot_lp_time_limit_is_what_is_left_not_the_sum_of_runs():
+    """HiGHS's ``time_limit`` bounds its run clock summed over every run of one model: a
+    limit of "what is left of max_time" failed every hot solve once the LPs so far had taken
+    that long (each then fell back to a solve from scratch, 70 ms at d = 100)."""
+    from nsopt.inner.level_master import BoxModelLP, highs_available
+
+    if not highs_available():
+        pytest.skip("no HiGHS object model")
+    rng = np.random.default_rng(0)
+    d = 30
+    A, b = rng.standard_normal((400, d)), rng.standard_normal(400)
+    lp = BoxModelLP(-np.ones(d), np.ones(d), {"simplex_dual_edge_weight_strategy": 1})
+    x = np.zeros(d)
+    for i in range(40):
+        r = A @ x - b
+        g = A.T @ np.sign(r)
+        lp.add(g, float(np.abs(r).sum() - g @ x))
+        out = lp.solve()
+        x = out[0]
+    spent = lp._h.getRunTime()
+    assert spent > 0
+    r = A @ x - b
+    g = A.T @ np.sign(r)
+    lp.add(g, float(np.abs(r).sum() - g @ x))
+    out = lp.solve(spent / 4)       # less left than the runs so far took, but ample for one
+    assert out is not None
+    assert np.all(np.isfinite(out[2])) and abs(out[2].sum() - 1) < 1e-6

@@ -115,7 +115,9 @@ class BoxModelLP:
         summing to about 1), or None when HiGHS does not report an optimum."""
         h = self._h
         if deadline_seconds is not None:
-            h.setOptionValue("time_limit", max(float(deadline_seconds), 1e-3))
+            # HiGHS's time_limit bounds its run clock, which adds up over every run of this
+            # model (a limit of what is left would fail every solve once the sum passes it)
+            h.setOptionValue("time_limit", h.getRunTime() + max(float(deadline_seconds), 1e-3))
         h.run()
         status = h.modelStatusToString(h.getModelStatus())
         if status != "Optimal":
