@@ -46,7 +46,7 @@ column of a row names the option given. A method that refuses its option (``Type
 ``ProblemNotSupported``) is not run and reads ``n/a (refuses ...)``.
 
 Usage: python benchmarks/any_oracle.py [--functions ...] [--methods level-bundle
-       proximal-bundle subbfgs sublbfgs] [--tols 1e-3 1e-6] [--max-time 20]
+       proximal-bundle subbfgs sublbfgs] [--tols 1e-3 1e-6 1e-8] [--max-time 20]
        [--region box|ball] [--no-scs] [--size full|tiny]
 """
 from __future__ import annotations
@@ -239,7 +239,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--functions", nargs="+", default=FUNCTIONS, choices=FUNCTIONS)
     ap.add_argument("--methods", nargs="+", default=METHODS)
-    ap.add_argument("--tols", type=float, nargs="+", default=[1e-3, 1e-6])
+    ap.add_argument("--tols", type=float, nargs="+", default=[1e-3, 1e-6, 1e-8])
     ap.add_argument("--max-time", type=float, default=20.0)
     ap.add_argument("--region", choices=["box", "ball"], default="box")
     ap.add_argument("--no-scs", action="store_true")
