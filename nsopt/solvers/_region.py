@@ -55,6 +55,9 @@ _LP_OPTIONS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_toleranc
 #: recomputes its weights after every change of the model (measured on the L1 fit of
 #: ``benchmarks/any_oracle.py``, d = 100, 200 dense rows: 27% less CPU time for the run)
 HOT_LP_OPTIONS = {"simplex_dual_edge_weight_strategy": 1}
+#: :class:`RegionCertifier`: an LP that raised the bound by at least this share of the gap is
+#: solved again at the next call; otherwise its interval doubles
+USEFUL_GAIN = 0.01
 
 
 class MasterLPError(RuntimeError):
@@ -222,8 +225,8 @@ class RegionCertifier:
     minimises the model over the region (:func:`box_model_minimum` or
     :func:`region_model_minimum`) and returns ``(value, OraclePlanes)``, the best so far. When
     ``max_planes`` planes are held, the planes with zero multiplier in the last bound go first,
-    the longest idle first; then the bundle is aggregated (a convex combination of planes is a
-    plane: the bound so far stays provable).
+    the longest idle first, a tenth of ``max_planes`` at once; then the bundle is aggregated
+    (a convex combination of planes is a plane: the bound so far stays provable).
 
     The LP lives on between bounds when HiGHS's object model is importable
     (:class:`~nsopt.inner.level_master.BoxModelLP`: new planes are added as rows, dropped
@@ -270,7 +273,10 @@ class RegionCertifier:
             alpha = self._alpha if self._alpha is not None else np.zeros(bundle.n)
             idle = alpha <= 0
             idle[: bundle.n_fixed] = False
+            # room for a tenth at once (a drop copies the bundle and changes the LP), or
+            # at least for the new plane
             excess = bundle.n - self.max_planes + 1
+            excess = max(excess, min(self.max_planes // 10, np.count_nonzero(idle)))
             if np.count_nonzero(idle) >= excess:
                 order = np.flatnonzero(idle)[np.argsort(-bundle.age[np.flatnonzero(idle)], kind="stable")]
                 mask = np.zeros(bundle.n, dtype=bool)
@@ -318,7 +324,8 @@ class RegionCertifier:
             if evidence is not None:
                 self.best = (m.bound, evidence)
         gain = self.best[0] - before        # nan while no bound is proven: not useful
-        useful = gain > 0 and (not math.isfinite(before) or gain >= 0.01 * (self.upper - before))
+        useful = gain > 0 and (not math.isfinite(before)
+                               or gain >= USEFUL_GAIN * (self.upper - before))
         self._interval = 1 if useful else min(2 * self._interval, 16)
         self._due = self._calls + self._interval
         return self.best
