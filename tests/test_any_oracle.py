@@ -243,3 +243,39 @@ def test_half_infinite_box_for_the_trust_region_bundle(name):
     assert np.all(np.array(rec.points) >= 0)
     assert res.lower_bound - tol(fs) <= fs <= res.fun + tol(fs)
     assert res.certificate.check(case.oracle, bounds=(0, np.inf)) >= res.lower_bound - 1e-9
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2 ** 16), floor=st.booleans(), n_zero=st.integers(0, 4))
+def test_planes_evidence_fast_path_is_the_bundles_evidence(seed, floor, n_zero):
+    """The evidence read off the query points (every weighted plane a point's own plane or
+    the floor) has the points, weights and floor weight that the bundle's recipe merge gives,
+    and the same bound under ``Certificate.check``'s rebuild."""
+    from nsopt.bundle import PlaneBundle
+    from nsopt.certificate import OraclePlanes
+    from nsopt.solvers._region import planes_evidence
+
+    rng = np.random.default_rng(seed)
+    A, b = rng.standard_normal((30, 4)), rng.standard_normal(30)
+    f, _ = l1_fit(A, b)
+    bundle = PlaneBundle(4, evidence="points")
+    if floor:
+        bundle.add_floor(f.lower_bound)
+    for _ in range(6):
+        w = rng.standard_normal(4)
+        w.setflags(write=False)
+        fun, g = f.value_and_subgradient(w)
+        bundle.add_at(w, fun, g)
+    alpha = rng.uniform(0.1, 1.0, bundle.n)
+    alpha[rng.choice(bundle.n, size=min(n_zero, bundle.n - 1), replace=False)] = 0.0
+    alpha = bundle.feasible(alpha)
+    plane = bundle.combine(alpha)
+    lb, ub = -np.ones(4), np.ones(4)
+    fast = planes_evidence(bundle, alpha, f.lower_bound, plane, lb=lb, ub=ub)
+    q = bundle.evidence(alpha)
+    slow = OraclePlanes(q.points, q.weights[:, 0], floor=float(q.floor[0]),
+                        floor_value=f.lower_bound, plane=plane, lb=lb, ub=ub)
+    key = lambda ev: sorted((tuple(p), w) for p, w in zip(ev.points, ev.weights))  # noqa: E731
+    assert key(fast) == key(slow)
+    assert fast.floor == pytest.approx(slow.floor, abs=1e-15)
+    assert fast.verify(f)[0] == pytest.approx(slow.verify(f)[0], rel=1e-12, abs=1e-12)
