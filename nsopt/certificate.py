@@ -985,7 +985,21 @@ class L1DualCertifier:
         self.spent = 0.0
         self.best = (-math.inf, None)
         self._last_w = None
-        self._expected = 0.0 if clock == "time" else 2.0 + 2.0 * self.rounds  # next call's work
+        self._expected = 0.0 if clock == "time" else self._first_estimate()  # next call's work
+
+    def _first_estimate(self) -> float:
+        """The first call's work in data passes, before any is measured: ``t(w)`` and a plane
+        per round, a Gram matrix over at most every column (:math:`\sum_i n_i^2` flops over a
+        pass's :math:`2\,\mathrm{nnz}(X)`) per round, and the scaling's conjugates (12)."""
+        data = getattr(self.problem.loss, "data", None)
+        X = getattr(data, "X", None)
+        gram = 0.0
+        if sp.issparse(X):
+            per_row = np.diff(X.tocsr().indptr).astype(np.float64)
+            gram = float(per_row @ per_row) / (2.0 * max(X.nnz, 1))
+        elif X is not None:
+            gram = 0.5 * min(X.shape[1], self.max_columns)
+        return 2.0 + self.rounds * (2.0 + gram) + 12.0
 
     @staticmethod
     def applies(problem) -> bool:

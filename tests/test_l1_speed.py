@@ -227,7 +227,7 @@ def test_dual_certifier_is_due_only_when_its_expected_work_fits():
     X, y = small_binary(200, 10, seed=4)
     J = nsopt.RegularizedRisk(Logistic(X, y), L1(), 1e-2)
     cert = L1DualCertifier(J, budget=0.25)
-    expected = 2.0 + 2.0 * cert.rounds
+    expected = cert._expected
     assert not cert.due(0.0)                      # nothing done yet: no call at the start
     assert cert.due(expected / 0.25)
     cert.bound(np.full(10, 0.1))

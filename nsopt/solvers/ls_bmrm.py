@@ -143,7 +143,14 @@ def smooth_line_search(line, guess: float = 1.0, max_evals: int = 60):
     if split is None:
         return None
     s_line, k_line, bps = split
-    k_der = k_line.derivative
+    k_memo = {}
+
+    def k_der(eta, side=1):  # O(d) each: the model roots probe the same breakpoints again
+        key = (eta, side)
+        v = k_memo.get(key)
+        if v is None:
+            v = k_memo[key] = float(k_line.derivative(eta, side))
+        return v
     eps = np.finfo(np.float64).eps
     n = 0
 
