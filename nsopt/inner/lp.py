@@ -209,21 +209,30 @@ class _HotModel:
         order, among the rows is kept (a bundle drops planes keeping the order of the rest),
         the other rows are deleted and the remaining planes appended."""
         old_A, old_b = self.A, self.b
-        keep = np.zeros(old_b.size, dtype=bool)
-        j = 0
-        i = 0
-        while i < b.size:
-            while j < old_b.size and not (old_b[j] == b[i] and np.array_equal(old_A[j], A[i])):
-                j += 1
-            if j == old_b.size:
-                break
-            keep[j] = True
-            i, j = i + 1, j + 1
+        keep, i = self._match(old_b, b, lambda j, k: True)   # by the offsets alone, then
+        if i and not np.array_equal(old_A[keep], A[:i]):      # the slopes checked at once
+            keep, i = self._match(old_b, b, lambda j, k: np.array_equal(old_A[j], A[k]))
         if not keep.all():
             self.lp.drop(~keep)
         for r in range(i, b.size):
             self.lp.add(np.concatenate((A[r], -A[r])), float(b[r]))
         self.A, self.b = A.copy(), b.copy()
+
+    @staticmethod
+    def _match(old_b, b, same):
+        """Greedy in-order match of the planes ``b`` to the rows ``old_b`` (equal offsets and
+        ``same(row, plane)``): the rows kept and the number of planes matched."""
+        keep = np.zeros(old_b.size, dtype=bool)
+        old, new = old_b.tolist(), b.tolist()
+        j = i = 0
+        while i < len(new):
+            while j < len(old) and not (old[j] == new[i] and same(j, i)):
+                j += 1
+            if j == len(old):
+                break
+            keep[j] = True
+            i, j = i + 1, j + 1
+        return keep, i
 
 
 def _anchor(A, target, blocks=None):
