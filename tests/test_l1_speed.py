@@ -250,3 +250,20 @@ def test_default_l1_run_certifies_and_its_certificate_checks():
         ref = cvxpy_optimum(X, y, name, L1(), 1e-3)
         assert res.lower_bound <= ref + 1e-7 * (1 + abs(ref))
         assert math.isfinite(res.fun) and res.fun - ref <= 1e-5 * abs(res.fun) + 1e-7
+
+
+@needs_highs
+def test_box_model_lp_deadline_counts_from_now_not_from_the_first_solve():
+    """HiGHS's run clock adds up over solves: deadlines of 0.2 s given after 0.3 s of earlier
+    solves must still let the next solves (a new row each, a few pivots) finish (they
+    stopped at the time limit when the limit was the seconds left alone)."""
+    rng = np.random.default_rng(0)
+    d = 300
+    lp = BoxModelLP(np.zeros(d), np.full(d, np.inf), cost=np.full(d, 10.0))
+    while lp._h.getRunTime() < 0.3:
+        lp.add(0.5 * rng.standard_normal(d), float(rng.standard_normal()))
+        assert lp.solve() is not None
+    for _ in range(150):
+        lp.add(0.5 * rng.standard_normal(d), float(rng.standard_normal()))
+        assert lp.solve(deadline_seconds=0.2) is not None
+    assert lp.solve() is not None                          # and no stale limit afterwards
