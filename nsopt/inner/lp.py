@@ -90,10 +90,11 @@ class LPSimplex(InnerSolver):
     calls of one run, in HiGHS's object model (:class:`~nsopt.inner.level_master.BoxModelLP`
     in ``x = (u, v) >= 0`` with cost :math:`\lambda`): the planes added since the last call
     become rows, dropped ones are deleted, and the dual simplex restarts from the last optimal
-    basis: a few pivots per iteration instead of a solve from scratch through
-    :func:`scipy.optimize.linprog` (a9a, L1 logistic: 0.3 ms against 15 ms a solve). The rows
-    are matched to the bundle's planes by their numbers (kept planes keep their order); a
-    bundle whose planes were permuted or aggregated rebuilds the model. Several models, a
+    basis instead of a solve from scratch through :func:`scipy.optimize.linprog` (a9a, L1
+    master of 80 planes: 84 pivots, 8 ms, against 202 pivots, 31 ms, from scratch; fewer where
+    the model moves less). The rows are matched to the bundle's planes by their offsets and
+    slopes, in order (a bundle drops planes keeping the order of the rest); planes that were
+    permuted or aggregated are deleted and added again. Several models, a
     missing HiGHS object model, or a hot solve that ends without an optimum fall back to
     ``linprog``. The certificate is the same either way: the repaired multipliers' dual value.
 
