@@ -168,7 +168,11 @@ def smooth_line_search(line, guess: float = 1.0, max_evals: int = 60):
     if sa + k_der(0.0, 1) >= 0:
         return done(0.0)
     b, sb = math.inf, math.nan               # phi'(b-) > 0 once finite
-    x1, s1 = a, sa                           # the last two evaluations of S'
+    x1, s1 = a, sa                           # the last evaluations of S', newest first
+    # a loss without kinks (logistic) has a smooth S': three points model its curvature; a
+    # piecewise-quadratic one (squared hinge) has an S' with corners, where secants do better
+    smooth = getattr(s_line.loss, "kinks", lambda: ())() is None
+    x2 = s2 = None
     t = float(guess) if math.isfinite(guess) and guess > 0 else 1.0
     same_side, last_side = 0, None           # a stall: one end keeps moving, the other not
     while n < max_evals:
@@ -184,12 +188,19 @@ def smooth_line_search(line, guess: float = 1.0, max_evals: int = 60):
         # regula falsi's stall (one end of a bracket keeps moving): bisect instead
         same_side = same_side + 1 if moved_a == last_side and math.isfinite(b) else 1
         last_side = moved_a
-        x1, s1, x2, s2 = t, st, x1, s1       # newest first
+        x1, s1, x2, s2, x3, s3 = t, st, x1, s1, x2, s2
         if math.isfinite(b) and b - a <= 4 * eps * b:
             return done(b if abs(sb + k_der(b, -1)) < abs(sa + k_der(a, 1)) else a)
         if a > 1e300:
             return LineSearchResult(math.inf, -math.inf, n, False, True)
         slope = (s1 - s2) / (x1 - x2) if x1 != x2 else math.nan
+        if smooth and x3 is not None and x3 != x1 and x3 != x2 and math.isfinite(slope):
+            # the tangent at x1 of the parabola through three evaluations (order 1.84
+            # instead of the secant's 1.62): S' is smooth, and curved over long lines
+            curv = (slope - (s2 - s3) / (x2 - x3)) / (x1 - x3)
+            tangent = slope + curv * (x1 - x2)
+            if math.isfinite(tangent) and tangent > 0:
+                slope = tangent
         if not (math.isfinite(slope) and slope > 0) and math.isfinite(b):
             x1, s1, slope = b, sb, (sb - sa) / (b - a)   # the bracket's secant
         # where the model may look: the bracket, or up to 4 times the last point beyond it
