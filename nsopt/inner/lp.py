@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import math
 import time
+import weakref
 
 import numpy as np
 import scipy.sparse as sp
@@ -63,6 +64,7 @@ from scipy.optimize import linprog
 
 from ._base import InnerSolution, InnerSolver, bundle_blocks, plane_values
 from ._simplex import Blocks
+from .level_master import BoxModelLP, highs_available
 from ..regularizers import scaled_conjugate
 
 __all__ = ["LPSimplex"]
@@ -84,8 +86,19 @@ class LPSimplex(InnerSolver):
     With ``bundle.n_blocks > 1`` the LP has one epigraph variable per model and ``alpha`` lies in
     the product of simplices (see the module docstring for the repair).
 
-    ``warm`` and ``tol`` are not used: HiGHS has no warm start through ``linprog`` and solves to
-    its own tolerances (1e-10 here).
+    Hot start (``hot_start=True``, the default, one model): the LP is kept alive across the
+    calls of one run, in HiGHS's object model (:class:`~nsopt.inner.level_master.BoxModelLP`
+    in ``x = (u, v) >= 0`` with cost :math:`\lambda`): the planes added since the last call
+    become rows, dropped ones are deleted, and the dual simplex restarts from the last optimal
+    basis instead of a solve from scratch through :func:`scipy.optimize.linprog` (a9a, L1
+    master of 80 planes: 84 pivots, 8 ms, against 202 pivots, 31 ms, from scratch; fewer where
+    the model moves less). The rows are matched to the bundle's planes by their offsets and
+    slopes, in order (a bundle drops planes keeping the order of the rest); planes that were
+    permuted or aggregated are deleted and added again. Several models, a
+    missing HiGHS object model, or a hot solve that ends without an optimum fall back to
+    ``linprog``. The certificate is the same either way: the repaired multipliers' dual value.
+
+    ``warm`` and ``tol`` are not used: HiGHS solves to its own tolerances (1e-10 here).
 
     Raises ``ValueError`` when the master problem is unbounded below (no plane of the bundle has
     a slope of max-norm below ``lam``; with several models, no combination with one unit of
@@ -100,8 +113,12 @@ class LPSimplex(InnerSolver):
     name = "lp"
     families = ("lp",)
 
-    def __init__(self):
-        pass
+    def __init__(self, *, hot_start: bool = True):
+        if not isinstance(hot_start, bool):
+            raise TypeError(f"hot_start must be True or False, got {hot_start!r}")
+        self.hot_start = hot_start
+        # per bundle (one run's), its live LP; the bundle going away frees it
+        self._models: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     def _solve(self, bundle, reg, lam, warm, tol, deadline=None):
         A = np.asarray(bundle.A, dtype=np.float64)
@@ -113,6 +130,14 @@ class LPSimplex(InnerSolver):
         anchor = _anchor(A, target, blocks)
         if anchor is None:
             raise ValueError(_unbounded_message(lam, A, m))
+        hot = None
+        if self.hot_start and m == 1 and d > 0 and highs_available():
+            hot = self._hot_solve(bundle, A, b, lam, deadline)
+        if hot is not None:
+            w, alpha, nit = hot
+            alpha = np.maximum(alpha, 0.0)
+            alpha = blocks.normalize(alpha) if np.all(blocks.sums(alpha) > 0) else anchor
+            return self._finish(bundle, reg, lam, A, b, w, alpha, anchor, target, blocks, nit)
         # variables x = (u, v, xi_1..xi_P): A u - A v - xi_{p(i)} <= -b
         c = np.concatenate((np.full(2 * d, lam), np.ones(m)))
         xi = sp.csr_matrix(-np.ones((n, 1))) if m == 1 else -blocks.indicator().tocsr()
@@ -133,6 +158,11 @@ class LPSimplex(InnerSolver):
             w = res.x[:d] - res.x[d:2 * d]
             alpha = np.maximum(-np.asarray(res.ineqlin.marginals, dtype=np.float64), 0.0)
             alpha = blocks.normalize(alpha) if np.all(blocks.sums(alpha) > 0) else anchor
+        return self._finish(bundle, reg, lam, A, b, w, alpha, anchor, target, blocks,
+                            int(getattr(res, "nit", 0)))
+
+    def _finish(self, bundle, reg, lam, A, b, w, alpha, anchor, target, blocks, nit):
+        """The repaired multipliers, their dual value and the primal point's model gap."""
         alpha = _repair(A, alpha, anchor, target, blocks)
         a_bar = alpha @ A
         dual = float(alpha @ b) - scaled_conjugate(reg, a_bar, lam)
@@ -143,7 +173,67 @@ class LPSimplex(InnerSolver):
             )
         grad = plane_values(bundle, w)
         primal = float(blocks.maxima(grad).sum()) + lam * float(reg.value(w))
-        return InnerSolution(alpha, dual, w, primal - dual, int(getattr(res, "nit", 0)))
+        return InnerSolution(alpha, dual, w, primal - dual, nit)
+
+    def _hot_solve(self, bundle, A, b, lam, deadline):
+        """``(w, multipliers, iterations)`` from the bundle's live LP, brought in line with
+        its planes first; None when HiGHS gives no optimum (the caller solves afresh)."""
+        n, d = A.shape
+        model = self._models.get(bundle)
+        if model is None or model.lam != lam or model.dim != d:
+            model = _HotModel(d, lam)
+            self._models[bundle] = model
+        model.sync(A, b)
+        left = None if deadline is None else deadline - time.perf_counter()
+        out = model.lp.solve(left)
+        if out is None:
+            del self._models[bundle]   # a fresh model next time
+            return None
+        x, _, alpha = out
+        return x[:d] - x[d:], alpha, model.lp.iterations
+
+
+class _HotModel:
+    r"""The L1 master LP of one bundle, alive across iterations: a
+    :class:`~nsopt.inner.level_master.BoxModelLP` in :math:`x = (u, v) \ge 0` with cost
+    :math:`\lambda` and the row :math:`[a_i, -a_i]` per plane, and a copy of the planes its
+    rows hold (to match them with the bundle's)."""
+
+    def __init__(self, d: int, lam: float):
+        self.dim, self.lam = d, lam
+        self.lp = BoxModelLP(np.zeros(2 * d), np.full(2 * d, np.inf), cost=np.full(2 * d, lam))
+        self.A = np.zeros((0, d))
+        self.b = np.zeros(0)
+
+    def sync(self, A: np.ndarray, b: np.ndarray) -> None:
+        """Make the rows the planes ``(A, b)``: the longest prefix of the bundle found, in
+        order, among the rows is kept (a bundle drops planes keeping the order of the rest),
+        the other rows are deleted and the remaining planes appended."""
+        old_A, old_b = self.A, self.b
+        keep, i = self._match(old_b, b, lambda j, k: True)   # by the offsets alone, then
+        if i and not np.array_equal(old_A[keep], A[:i]):      # the slopes checked at once
+            keep, i = self._match(old_b, b, lambda j, k: np.array_equal(old_A[j], A[k]))
+        if not keep.all():
+            self.lp.drop(~keep)
+        for r in range(i, b.size):
+            self.lp.add(np.concatenate((A[r], -A[r])), float(b[r]))
+        self.A, self.b = A.copy(), b.copy()
+
+    @staticmethod
+    def _match(old_b, b, same):
+        """Greedy in-order match of the planes ``b`` to the rows ``old_b`` (equal offsets and
+        ``same(row, plane)``): the rows kept and the number of planes matched."""
+        keep = np.zeros(old_b.size, dtype=bool)
+        old, new = old_b.tolist(), b.tolist()
+        j = i = 0
+        while i < len(new):
+            while j < len(old) and not (old[j] == new[i] and same(j, i)):
+                j += 1
+            if j == len(old):
+                break
+            keep[j] = True
+            i, j = i + 1, j + 1
+        return keep, i
 
 
 def _anchor(A, target, blocks=None):

@@ -431,7 +431,8 @@ class Solver:
             return L1DualCertifier(problem, budget=0.25 if share is True else share, clock=clock)
         return None
 
-    def _collect_bounds(self, facts, bound, certifiers, dual, best, *, due_planes, final, work):
+    def _collect_bounds(self, facts, bound, certifiers, dual, best, *, due_planes, final, work,
+                        proven=False):
         """Offer every available lower bound to ``bound``: the solver's own (from the state's
         ``facts``), the plane certifier's, the dual point's (a KeyboardInterrupt inside
         propagates to the caller). A bound without evidence is never offered: every reported
@@ -443,7 +444,9 @@ class Solver:
             value, evidence = c.bound(final)
             if evidence is not None:
                 bound.offer(value, evidence, c.source)
-        if dual is not None and (final or dual.due(work)):
+        # the dual point's last try is skipped once the gap is proven (``proven``): it could
+        # only tighten a bound that already certifies, at the price of its Newton rounds
+        if dual is not None and ((final and not proven) or dual.due(work)):
             value, evidence = dual.bound(best.w)
             dual.feedback(bound.offer(value, evidence, "dual-point"))
 
@@ -501,6 +504,7 @@ class Solver:
             final = status is not None
             try:
                 self._collect_bounds(facts, bound, certifiers, dual, best, final=final,
+                                     proven=status is Status.CONVERGED,
                                      due_planes=nit % cfg["certify_every"] == 0,
                                      work=(2 * oracle.nfev if dual is not None and dual.clock == "passes"
                                            else clock()))
