@@ -315,19 +315,33 @@ def pairs_gradient(f, q, lower, upper, cost, side, out):
 # NDCG ([TVSL10] Alg. 10): the assignment of every query by a merge of its grades
 # --------------------------------------------------------------------------------------
 @njit(cache=True)
-def ndcg_merge(f, qptr, gptr, qg, b_grade, c, a, c_bar, ab, max_states, values, g, done):
+def ndcg_merge(f, qptr, gptr, qg, b_grade, c, a, c_bar, ab, max_states, max_prefix, values, g,
+               done):
     r"""Values and score gradients of the NDCG hinge of every query, one compiled pass.
 
     Query ``t`` holds entries ``qptr[t]:qptr[t + 1]`` of the concatenated arrays (its rows by
     decreasing relevance); its grades are the segments ``gptr[qg[t]]:gptr[qg[t] + 1]``, ...,
-    with gains ``b_grade``; ``ab[t]`` is :math:`a^T b` of the query. The assignment :math:`\max_\pi \sum_i c_i f_{\pi(i)} - a_i b_{\pi(i)}`
-    has an optimum where the documents of each grade take their positions in decreasing ``f``
-    (exchange argument: swapping two documents of one grade changes only :math:`c^T f(\pi)`,
-    and ``c`` decreases), so it is a merge of the grades' sorted lists: a dynamic programme
-    over the counts :math:`(k_1, \dots, k_G)` placed so far,
+    with gains ``b_grade``; ``ab[t]`` is :math:`a^T b` of the query. The assignment
+    :math:`\max_\pi \sum_i c_i f_{\pi(i)} - a_i b_{\pi(i)}` has an optimum where the documents
+    of each grade take their positions in decreasing ``f`` (exchange argument: swapping two
+    documents of one grade changes only :math:`c^T f(\pi)`, and ``c`` decreases), so it is a
+    merge of the grades' sorted lists: a dynamic programme over the counts
+    :math:`(k_1, \dots, k_G)` placed so far,
     :math:`V(k) = \max_{g: k_g > 0} V(k - e_g) + c_i F_g[k_g - 1] - a_i b_g` with
-    :math:`i = \sum k - 1`, over :math:`\prod_g (n_g + 1)` states. A query with more than
-    ``max_states`` states is left to the caller (``done[t] = False``).
+    :math:`i = \sum k - 1`.
+
+    Truncation (NDCG@k): past the first ``K`` positions the discounts vanish (:math:`a_i = 0`
+    for :math:`i \ge K`), so the documents left after position ``K`` take the remaining
+    positions in decreasing ``f`` whatever their grades (the same exchange argument). The
+    programme then runs over the states with :math:`\sum k \le K` only (each count capped at
+    ``K``), and a state with :math:`\sum k = K` adds the value of its tail, one sweep of the
+    query's documents in decreasing ``f``: :math:`\prod_g(\min(n_g, K) + 1)` states instead of
+    :math:`\prod_g(n_g + 1)`. ``K = n`` (no truncation) is the plain merge. A query with more
+    than ``max_states`` states is left to the caller (``done[t] = False``). A tail costs
+    :math:`O(K)` from prefix sums of the documents by decreasing ``f`` shifted by
+    :math:`d = 0, \dots, K` places (between the d-th and the (d+1)-th of the placed documents
+    in that order, the tail's documents sit ``d`` places higher than their rank), built in
+    :math:`O(Kn)` when :math:`(K + 1)(n + 1) \le` ``max_prefix``, else :math:`O(n)` by a sweep.
 
     ``values[t]`` gets :math:`c^T f(\pi) - \bar c^T f + a^T(b - b(\pi))` and ``g`` (aligned
     with ``f``) :math:`c(\pi^{-1}) - \bar c`.
@@ -336,47 +350,87 @@ def ndcg_merge(f, qptr, gptr, qg, b_grade, c, a, c_bar, ab, max_states, values, 
     for t in range(n_queries):
         lo, hi = qptr[t], qptr[t + 1]
         n = hi - lo
+        K = n  # positions with a nonzero discount (a is zero past NDCG@k's k)
+        while K > 0 and a[lo + K - 1] == 0.0:
+            K -= 1
         g0, g1 = qg[t], qg[t + 1]
         n_grades = g1 - g0
         stride = np.empty(n_grades, dtype=np.int64)
-        count = np.empty(n_grades, dtype=np.int64)
+        count = np.empty(n_grades, dtype=np.int64)  # documents of the grade
+        cap = np.empty(n_grades, dtype=np.int64)    # of them placed within the first K
         states = 1
         for h in range(n_grades):
             stride[h] = states
             count[h] = gptr[g0 + h + 1] - gptr[g0 + h]
-            states *= count[h] + 1
+            cap[h] = min(count[h], K)
+            states *= cap[h] + 1
             if states > max_states:
                 break
         if states > max_states:
             done[t] = False
             continue
         done[t] = True
-        # each grade's documents by decreasing f (ties: row order)
+        # all documents by decreasing f (one stable sort; ties: the row order), and from it
+        # each grade's documents by decreasing f, with their ranks within the grade
+        by_f = np.argsort(-f[lo:hi], kind="mergesort")
         order = np.empty(n, dtype=np.int64)
         fs = np.empty(n)  # f in that order
+        rank = np.empty(n, dtype=np.int64)  # by local entry j - lo
+        grade = np.empty(n, dtype=np.int64)
+        fill = np.empty(n_grades, dtype=np.int64)
         for h in range(n_grades):
-            s0, s1 = gptr[g0 + h], gptr[g0 + h + 1]
-            seg = np.argsort(-f[s0:s1], kind="mergesort")
-            for r in range(s1 - s0):
-                order[s0 - lo + r] = s0 + seg[r]
-                fs[s0 - lo + r] = f[s0 + seg[r]]
+            fill[h] = 0
+            for j in range(gptr[g0 + h] - lo, gptr[g0 + h + 1] - lo):
+                grade[j] = h
+        for r in range(n):
+            j = by_f[r]
+            h = grade[j]
+            at = gptr[g0 + h] - lo + fill[h]
+            order[at] = lo + j
+            fs[at] = f[lo + j]
+            rank[j] = fill[h]
+            fill[h] += 1
         base = np.empty(n_grades, dtype=np.int64)
         for h in range(n_grades):
             base[h] = gptr[g0 + h] - lo - 1
+        tail = K < n
+        # the tails by prefix sums: P[d, r] = sum_{r' < r} c[K + r' - d] f(by_f[r']), the
+        # documents ranked r' by f shifted up by the d removed before them (see below)
+        prefix = tail and (K + 1) * (n + 1) <= max_prefix
+        P = np.zeros((K + 1, n + 1) if prefix else (0, 0))
+        if prefix:
+            for d in range(K + 1):
+                acc = 0.0
+                for r in range(n):
+                    p_at = K + r - d
+                    if 0 <= p_at < n:
+                        acc += c[lo + p_at] * f[lo + by_f[r]]
+                    P[d, r + 1] = acc
+        grank = np.empty(n, dtype=np.int64)  # rank by f of local entry j
+        for r in range(n):
+            grank[by_f[r]] = r
+        gone = np.empty(K + 2, dtype=np.int64)
         V = np.empty(states)
         choice = np.zeros(states, dtype=np.int8)
         k = np.zeros(n_grades, dtype=np.int64)
         V[0] = 0.0
         placed = 0
+        best_end = -np.inf
+        end = 0 if K == 0 else -1
+        if K == 0:
+            best_end = 0.0
         for s in range(1, states):
             # odometer: the counts of state s
             h = 0
-            while k[h] == count[h]:
+            while k[h] == cap[h]:
                 placed -= k[h]
                 k[h] = 0
                 h += 1
             k[h] += 1
             placed += 1
+            if placed > K:  # beyond the truncation: not a state of the programme
+                V[s] = -np.inf
+                continue
             i = lo + placed - 1  # the position filled last
             ci = c[i]
             ai = a[i]
@@ -390,15 +444,54 @@ def ndcg_merge(f, qptr, gptr, qg, b_grade, c, a, c_bar, ab, max_states, values, 
                         arg = h
             V[s] = best
             choice[s] = arg
+            if placed == K:
+                total = best
+                if prefix:  # the rest in decreasing f at positions K, K + 1, ...: between
+                    # the d-th and (d+1)-th placed documents (by f rank) the shift is d
+                    m_gone = 0
+                    for h2 in range(n_grades):
+                        for r in range(k[h2]):
+                            q_r = grank[order[gptr[g0 + h2] - lo + r] - lo]
+                            at = m_gone  # insertion sort (K is small)
+                            while at > 0 and gone[at - 1] > q_r:
+                                gone[at] = gone[at - 1]
+                                at -= 1
+                            gone[at] = q_r
+                            m_gone += 1
+                    prev = -1
+                    for d in range(K + 1):
+                        nxt = gone[d] if d < K else n
+                        total += P[d, nxt] - P[d, prev + 1]
+                        prev = nxt
+                elif tail:
+                    pos = lo + K
+                    for r in range(n):
+                        j = by_f[r]
+                        if rank[j] >= k[grade[j]]:
+                            total += c[pos] * f[lo + j]
+                            pos += 1
+                if total > best_end:
+                    best_end = total
+                    end = s
         # back-track: position i (from the last) holds the k_h-th document of grade h
-        for h in range(n_grades):
-            k[h] = count[h]
-        s = states - 1
+        s = end
+        rem = s
+        for h in range(n_grades - 1, -1, -1):
+            k[h] = rem // stride[h]
+            rem -= k[h] * stride[h]
         value = ab[t]
         for j in range(lo, hi):
             g[j] = -c_bar[j]
             value -= c_bar[j] * f[j]
-        for pos in range(n - 1, -1, -1):
+        if tail:
+            pos = lo + K
+            for r in range(n):
+                j = by_f[r]
+                if rank[j] >= k[grade[j]]:
+                    g[lo + j] += c[pos]
+                    value += c[pos] * f[lo + j]
+                    pos += 1
+        for pos in range(K - 1, -1, -1):
             h = choice[s]
             doc = order[gptr[g0 + h] - lo + k[h] - 1]
             i = lo + pos
@@ -407,4 +500,3 @@ def ndcg_merge(f, qptr, gptr, qg, b_grade, c, a, c_bar, ab, max_states, values, 
             k[h] -= 1
             s -= stride[h]
         values[t] = value
-

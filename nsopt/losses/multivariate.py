@@ -702,6 +702,7 @@ def _check_ranking(relevance, qid, m):
 
 
 _MAX_MERGE_STATES = 1 << 22  # states of the grade merge per query (kern.ndcg_merge), else LSA
+_MAX_TAIL_PREFIX = 1 << 22  # entries of the merge's tail prefix sums per query, else a sweep
 
 
 class NDCG(MultivariateLoss):
@@ -884,7 +885,7 @@ class NDCG(MultivariateLoss):
             done = np.zeros(self.n_queries, dtype=np.bool_)
             kern.ndcg_merge(np.ascontiguousarray(f[self._rows], dtype=np.float64), self._qptr,
                             self._gptr, self._qg, self._b_grade, self._c, self._a, self._c_bar,
-                            self._ab, _MAX_MERGE_STATES, values, g_cat, done)
+                            self._ab, _MAX_MERGE_STATES, _MAX_TAIL_PREFIX, values, g_cat, done)
             g[self._rows] = g_cat
             todo = np.flatnonzero(~done)
         else:
