@@ -120,3 +120,22 @@ def test_kbundle_default_bundle_certifies_a_small_multiclass_problem_in_few_iter
     assert res.nit <= 4 * ref.nit, (res.nit, ref.nit)
     small = nsopt.minimize(J, method="kbundle", bundle_size=10, rtol=1e-4, max_iter=600)
     assert not small.success  # the cause: 10 aggregated planes crawl here
+
+
+def test_sublbfgs_keeps_every_pair_when_the_dense_store_is_no_larger():
+    """epsilon-insensitive, integer data, lam = 1e-6, d = 5: with 15 L-BFGS pairs Algorithm 2
+    found no descent direction in 100 passes, twice, and the run stopped ``stationary`` at a
+    relative gap of 8e-4; d <= 2 * memory now keeps the dense B (every pair), which certifies.
+    A short memory (d > 2 * memory) keeps the pairs."""
+    from nsopt.solvers._quasi_newton import DenseInverseHessian, LBFGSInverseHessian
+    from nsopt.solvers.subbfgs import SubLBFGS
+
+    X, y, _ = _integer_problem()
+    J = nsopt.RegularizedRisk(EpsilonInsensitive(X, y, 0.1), L2(), lam=1e-6)
+    res = nsopt.minimize(J, method="sublbfgs", rtol=1e-4, max_iter=500)
+    assert res.success, res.message
+    assert isinstance(list(SubLBFGS(max_iter=1).iterate(J))[-1].store, DenseInverseHessian)
+    assert isinstance(list(SubLBFGS(max_iter=1, memory=2).iterate(J))[-1].store,
+                      LBFGSInverseHessian)
+    short = nsopt.minimize(J, method="sublbfgs", memory=2, rtol=1e-4, max_iter=500)
+    assert short.lower_bound <= res.fun + 1e-12 and res.lower_bound <= short.fun + 1e-12
