@@ -131,7 +131,7 @@ def _lad(loss, w):
 
 def _quantile(loss, w):
     r = _scores(loss, w) - loss.y
-    return _weighted(loss.c, _cp().maximum(loss.tau * r, (loss.tau - 1.0) * r))
+    return _weighted(loss.c, _cp().maximum((1.0 - loss.tau) * r, -loss.tau * r))
 
 
 def _epsilon_insensitive(loss, w):
@@ -324,7 +324,7 @@ _LOSSES = {
     S.Huber: (_huber, "mean of 0.5 * huber(X @ w - y, delta)"),
     S.LeastSquares: (_least_squares, "mean of 0.5 * square(X @ w - y)"),
     S.LeastAbsoluteDeviation: (_lad, "mean of abs(X @ w - y)"),
-    S.Quantile: (_quantile, "mean of maximum(tau * r, (tau - 1) * r), r = X @ w - y"),
+    S.Quantile: (_quantile, "mean of maximum((1 - tau) * r, -tau * r), r = X @ w - y"),
     S.EpsilonInsensitive: (_epsilon_insensitive, "mean of pos(abs(X @ w - y) - epsilon)"),
     S.Poisson: (_poisson, "mean of exp(X @ w) - y * (X @ w)"),
     S.Novelty: (_novelty, "mean of pos(rho - X @ w)"),

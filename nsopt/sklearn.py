@@ -32,7 +32,6 @@ import numpy as np
 import scipy.sparse as sp
 
 try:
-    import sklearn  # noqa: F401
     from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.utils.extmath import safe_sparse_dot
@@ -497,9 +496,8 @@ class LinearRegressor(RegressorMixin, _LinearModel):
         ``"quantile"`` the pinball loss of level ``q = quantile``,
         :math:`\max(q\,(y - f), (1 - q)(f - y))`, whose minimiser estimates the q-quantile,
         as :class:`~sklearn.linear_model.QuantileRegressor` (:class:`~nsopt.losses.Quantile`
-        with ``tau = 1 - q``: nsopt's ``tau`` weighs over-prediction), ``"huber"`` quadratic up to :math:`|r| = \epsilon`
-        then linear (:class:`~nsopt.losses.Huber` with ``delta = epsilon``). Default
-        ``"squared_error"``.
+        with ``tau = q``), ``"huber"`` quadratic up to :math:`|r| = \epsilon` then linear
+        (:class:`~nsopt.losses.Huber` with ``delta = epsilon``). Default ``"squared_error"``.
     penalty, l1_ratio, fit_intercept, method, tol, max_iter, warm_start, solver_options
         As :class:`LinearClassifier` (``method=None`` picks ``"sublbfgs"`` for the smooth
         losses squared_error and huber with ``penalty="l2"``, else ``"ls-bmrm"``).
@@ -563,9 +561,8 @@ class LinearRegressor(RegressorMixin, _LinearModel):
             return _losses.EpsilonInsensitive(X, y, eps, sample_weight=sw)
         if name == "quantile":
             q = _check_real(self.quantile, "quantile", low=0.0, high=1.0, high_open=True)
-            # nsopt's Quantile(tau) is max(tau (f - y), (1 - tau)(y - f)), whose minimiser is the
-            # (1 - tau)-quantile; the pinball loss of level q (QuantileRegressor's) is tau = 1 - q
-            return _losses.Quantile(X, y, 1.0 - q, sample_weight=sw)
+            # Quantile's tau is the level (Koenker's and QuantileRegressor's convention)
+            return _losses.Quantile(X, y, q, sample_weight=sw)
         if name == "huber":
             return _losses.Huber(X, y, _check_real(self.epsilon, "epsilon", low=0.0),
                                  sample_weight=sw)

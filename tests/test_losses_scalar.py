@@ -72,7 +72,7 @@ def _cvx_loss(name, X, y, w, param, weight):
         "Huber": lambda: 0.5 * cp.huber(r, param),
         "LeastSquares": lambda: 0.5 * cp.square(r),
         "LeastAbsoluteDeviation": lambda: cp.abs(r),
-        "Quantile": lambda: cp.maximum(param * r, (param - 1) * r),
+        "Quantile": lambda: cp.maximum((1 - param) * r, -param * r),  # level param, r = f - y
         "EpsilonInsensitive": lambda: cp.pos(cp.abs(r) - param),
         "Poisson": lambda: cp.exp(f) - cp.multiply(y, f),
     }[name]()

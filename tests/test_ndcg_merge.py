@@ -125,3 +125,71 @@ def test_value_and_subgradient_is_one_pass_each_way():
     ref_values, ref_g = _per_query_lsa(loss, X @ w)
     assert value == pytest.approx(ref_values.sum(), abs=1e-12)
     np.testing.assert_allclose(grad, X.T @ ref_g, atol=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(ranking(max_rows=40))
+def test_tail_by_prefix_sums_equals_the_sweep(data):
+    """NDCG@k: the tails after position k by prefix sums equal the plain sweep (and LSA)."""
+    f, rel, qid, k = data
+    try:
+        loss = NDCG(f[:, None], rel, qid, k=k)
+    except ValueError:
+        return
+    fast = loss._score_group_grad(f)
+    saved, mv._MAX_TAIL_PREFIX = mv._MAX_TAIL_PREFIX, 0
+    try:
+        sweep = loss._score_group_grad(f)
+    finally:
+        mv._MAX_TAIL_PREFIX = saved
+    np.testing.assert_allclose(fast[0], sweep[0], rtol=0, atol=1e-12)
+    ref = _per_query_lsa(loss, f)[0]
+    np.testing.assert_allclose(sweep[0], ref, rtol=0, atol=1e-12)
+
+
+def test_truncation_keeps_large_queries_in_the_merge(monkeypatch):
+    """With k = 2 only the states with at most 2 documents placed are searched (each grade's
+    count capped at 2: 27 states for 3 grades), so a query of 60 documents, 20 per grade
+    (21^3 = 9261 states untruncated), stays in the merge under a cap of 100 states, while
+    k = None sends it to linear_sum_assignment."""
+    rng = np.random.default_rng(4)
+    f = rng.standard_normal(60)
+    rel = np.repeat([0.0, 1.0, 2.0], 20)
+    monkeypatch.setattr(mv, "_MAX_MERGE_STATES", 100)
+    calls = []
+    query = NDCG._query
+
+    def spy(*args, **kwargs):
+        calls.append(1)
+        return query(*args, **kwargs)
+
+    monkeypatch.setattr(NDCG, "_query", staticmethod(spy))
+    truncated = NDCG(f[:, None], rel, np.zeros(60), k=2)
+    values, g = truncated._score_group_grad(f)
+    assert not calls
+    full = NDCG(f[:, None], rel, np.zeros(60))
+    full._score_group_grad(f)
+    assert len(calls) == 1
+    ref_values, ref_g = _per_query_lsa(truncated, f)
+    np.testing.assert_allclose(values, ref_values, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(g, ref_g, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("scale", [0.0, 1e-3, 0.03, 0.3, 3.0, 300.0])
+@pytest.mark.parametrize("k", [None, 4])
+def test_pruned_merge_equals_assignment_at_every_score_scale(scale, k):
+    """The forced orders prune the programme's states by the spread of the scores against
+    the gains (none pruned at about the gains' scale, nearly all far from it): the value
+    and gradient equal linear_sum_assignment's at every scale, on queries of 30-60
+    documents in 3-4 grades."""
+    rng = np.random.default_rng(int(scale * 1000) + (k or 0))
+    m = 200
+    qid = rng.integers(0, 4, m)
+    rel = rng.integers(0, 4, m).astype(float)
+    f = scale * rng.standard_normal(m)
+    loss = NDCG(f[:, None], rel, qid, k=k)
+    values, g = loss._score_group_grad(f)
+    ref_values, ref_g = _per_query_lsa(loss, f)
+    np.testing.assert_allclose(values, ref_values, rtol=0, atol=1e-12 * (1 + scale))
+    if scale > 0:
+        np.testing.assert_allclose(g, ref_g, rtol=0, atol=1e-12)

@@ -500,5 +500,5 @@ def test_owlqn_is_a_variant_plugged_into_the_loop():
             (SubBFGS(max_iter=2), l1, SubgradientStep, "subbfgs")]:
         states = list(solver.iterate(problem))
         assert all(isinstance(s.variant, kind) and s.variant.name == name for s in states)
-    assert isinstance(list(SubLBFGS(max_iter=1).iterate(l1))[-1].store, LBFGSInverseHessian)
+    assert isinstance(list(SubLBFGS(max_iter=1, memory=2).iterate(l1))[-1].store, LBFGSInverseHessian)
     assert isinstance(list(SubBFGS(max_iter=1).iterate(l1))[-1].store, DenseInverseHessian)

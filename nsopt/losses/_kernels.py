@@ -218,12 +218,13 @@ def least_absolute_deviation(z, y, side):
 
 @njit(cache=True)
 def quantile(z, y, side, tau):
-    """Pinball max(tau r, (tau - 1) r), r = z - y; kink at z = y: right derivative tau, left
-    tau - 1, default tau - 1 ([TVSL10] Table 5: "tau if f > y, else tau - 1")."""
+    """Pinball of level tau (Koenker's rho_tau(y - z)): max((1 - tau) r, -tau r), r = z - y;
+    kink at z = y: right derivative 1 - tau, left -tau, default -tau (the left one, as
+    [TVSL10] Table 5's "else" branch; its table has tau and 1 - tau swapped, see Quantile)."""
     r = z - y
     if r > 0.0:
-        return tau * r, tau
-    return (tau - 1.0) * r, (tau if (r == 0.0 and side > 0.0) else tau - 1.0)
+        return (1.0 - tau) * r, 1.0 - tau
+    return -tau * r, (1.0 - tau if (r == 0.0 and side > 0.0) else -tau)
 
 
 @njit(cache=True)

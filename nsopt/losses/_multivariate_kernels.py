@@ -16,6 +16,8 @@ import math
 import numpy as np
 from numba import njit
 
+_EPS = np.finfo(np.float64).eps
+
 __all__ = [
     "roc_sweep",
     "ordinal_sweep",
@@ -315,19 +317,48 @@ def pairs_gradient(f, q, lower, upper, cost, side, out):
 # NDCG ([TVSL10] Alg. 10): the assignment of every query by a merge of its grades
 # --------------------------------------------------------------------------------------
 @njit(cache=True)
-def ndcg_merge(f, qptr, gptr, qg, b_grade, c, a, c_bar, ab, max_states, values, g, done):
+def ndcg_merge(f, qptr, gptr, qg, b_grade, c, a, c_bar, ab, max_states, max_prefix, values, g,
+               done):
     r"""Values and score gradients of the NDCG hinge of every query, one compiled pass.
 
     Query ``t`` holds entries ``qptr[t]:qptr[t + 1]`` of the concatenated arrays (its rows by
     decreasing relevance); its grades are the segments ``gptr[qg[t]]:gptr[qg[t] + 1]``, ...,
-    with gains ``b_grade``; ``ab[t]`` is :math:`a^T b` of the query. The assignment :math:`\max_\pi \sum_i c_i f_{\pi(i)} - a_i b_{\pi(i)}`
-    has an optimum where the documents of each grade take their positions in decreasing ``f``
-    (exchange argument: swapping two documents of one grade changes only :math:`c^T f(\pi)`,
-    and ``c`` decreases), so it is a merge of the grades' sorted lists: a dynamic programme
-    over the counts :math:`(k_1, \dots, k_G)` placed so far,
+    with gains ``b_grade``; ``ab[t]`` is :math:`a^T b` of the query. The assignment
+    :math:`\max_\pi \sum_i c_i f_{\pi(i)} - a_i b_{\pi(i)}` has an optimum where the documents
+    of each grade take their positions in decreasing ``f`` (exchange argument: swapping two
+    documents of one grade changes only :math:`c^T f(\pi)`, and ``c`` decreases), so it is a
+    merge of the grades' sorted lists: a dynamic programme over the counts
+    :math:`(k_1, \dots, k_G)` placed so far,
     :math:`V(k) = \max_{g: k_g > 0} V(k - e_g) + c_i F_g[k_g - 1] - a_i b_g` with
-    :math:`i = \sum k - 1`, over :math:`\prod_g (n_g + 1)` states. A query with more than
-    ``max_states`` states is left to the caller (``done[t] = False``).
+    :math:`i = \sum k - 1`.
+
+    Truncation (NDCG@k): past the first ``K`` positions the discounts vanish (:math:`a_i = 0`
+    for :math:`i \ge K`), so the documents left after position ``K`` take the remaining
+    positions in decreasing ``f`` whatever their grades (the same exchange argument). The
+    programme then runs over the states with :math:`\sum k \le K` only (each count capped at
+    ``K``), and a state with :math:`\sum k = K` adds the value of its tail, one sweep of the
+    query's documents in decreasing ``f``: :math:`\prod_g(\min(n_g, K) + 1)` states instead of
+    :math:`\prod_g(n_g + 1)`. ``K = n`` (no truncation) is the plain merge.
+
+    Forced orders (pruning). Swapping document ``y`` at position ``i`` with ``x`` at
+    ``i' > i`` changes the objective by :math:`(c_i - c_{i'})(f_x - f_y - \rho\,(b_x - b_y))`
+    with :math:`\rho = (a_i - a_{i'})/(c_i - c_{i'})`, a mediant of the adjacent ratios
+    :math:`(a_i - a_{i+1})/(c_i - c_{i+1})`, so within their range
+    :math:`[\rho_{lo}, \rho_{hi}]`. When :math:`f_x - f_y` exceeds
+    :math:`\rho\,(b_x - b_y)` for every such :math:`\rho` (plus a rounding margin), the swap
+    gains strictly: ``x`` precedes ``y`` in every optimum. Within a grade these sets are
+    prefixes of the sorted lists, so the document ``r`` of grade ``h`` may be placed only
+    once ``need[h, r, g]`` documents of every other grade ``g`` are. The programme runs by
+    layers (documents placed) over the states these orders allow, kept sorted by state
+    index: at scores far from the gains' scale nearly all states are cut (OHSUMED Fold 1 at a
+    random ``w``: 14,418 of 6.2 million), at scores of the gains' scale none. A query with
+    more than ``max_states`` states in its index space :math:`\prod_g(\min(n_g, K) + 1)`,
+    or whose forced orders leave a layer empty (rounding), is left to the caller
+    (``done[t] = False``). A tail costs
+    :math:`O(K)` from prefix sums of the documents by decreasing ``f`` shifted by
+    :math:`d = 0, \dots, K` places (between the d-th and the (d+1)-th of the placed documents
+    in that order, the tail's documents sit ``d`` places higher than their rank), built in
+    :math:`O(Kn)` when :math:`(K + 1)(n + 1) \le` ``max_prefix``, else :math:`O(n)` by a sweep.
 
     ``values[t]`` gets :math:`c^T f(\pi) - \bar c^T f + a^T(b - b(\pi))` and ``g`` (aligned
     with ``f``) :math:`c(\pi^{-1}) - \bar c`.
@@ -336,70 +367,245 @@ def ndcg_merge(f, qptr, gptr, qg, b_grade, c, a, c_bar, ab, max_states, values, 
     for t in range(n_queries):
         lo, hi = qptr[t], qptr[t + 1]
         n = hi - lo
+        K = n  # positions with a nonzero discount (a is zero past NDCG@k's k)
+        while K > 0 and a[lo + K - 1] == 0.0:
+            K -= 1
         g0, g1 = qg[t], qg[t + 1]
         n_grades = g1 - g0
         stride = np.empty(n_grades, dtype=np.int64)
-        count = np.empty(n_grades, dtype=np.int64)
+        count = np.empty(n_grades, dtype=np.int64)  # documents of the grade
+        cap = np.empty(n_grades, dtype=np.int64)    # of them placed within the first K
         states = 1
         for h in range(n_grades):
             stride[h] = states
             count[h] = gptr[g0 + h + 1] - gptr[g0 + h]
-            states *= count[h] + 1
+            cap[h] = min(count[h], K)
+            states *= cap[h] + 1
             if states > max_states:
                 break
         if states > max_states:
             done[t] = False
             continue
         done[t] = True
-        # each grade's documents by decreasing f (ties: row order)
+        # all documents by decreasing f (one stable sort; ties: the row order), and from it
+        # each grade's documents by decreasing f, with their ranks within the grade
+        by_f = np.argsort(-f[lo:hi], kind="mergesort")
         order = np.empty(n, dtype=np.int64)
         fs = np.empty(n)  # f in that order
+        rank = np.empty(n, dtype=np.int64)  # by local entry j - lo
+        grade = np.empty(n, dtype=np.int64)
+        fill = np.empty(n_grades, dtype=np.int64)
         for h in range(n_grades):
-            s0, s1 = gptr[g0 + h], gptr[g0 + h + 1]
-            seg = np.argsort(-f[s0:s1], kind="mergesort")
-            for r in range(s1 - s0):
-                order[s0 - lo + r] = s0 + seg[r]
-                fs[s0 - lo + r] = f[s0 + seg[r]]
+            fill[h] = 0
+            for j in range(gptr[g0 + h] - lo, gptr[g0 + h + 1] - lo):
+                grade[j] = h
+        for r in range(n):
+            j = by_f[r]
+            h = grade[j]
+            at = gptr[g0 + h] - lo + fill[h]
+            order[at] = lo + j
+            fs[at] = f[lo + j]
+            rank[j] = fill[h]
+            fill[h] += 1
         base = np.empty(n_grades, dtype=np.int64)
         for h in range(n_grades):
             base[h] = gptr[g0 + h] - lo - 1
-        V = np.empty(states)
-        choice = np.zeros(states, dtype=np.int8)
+        tail = K < n
+        # the tails by prefix sums: P[d, r] = sum_{r' < r} c[K + r' - d] f(by_f[r']), the
+        # documents ranked r' by f shifted up by the d removed before them (see below)
+        prefix = tail and (K + 1) * (n + 1) <= max_prefix
+        P = np.zeros((K + 1, n + 1) if prefix else (0, 0))
+        if prefix:
+            for d in range(K + 1):
+                acc = 0.0
+                for r in range(n):
+                    p_at = K + r - d
+                    if 0 <= p_at < n:
+                        acc += c[lo + p_at] * f[lo + by_f[r]]
+                    P[d, r + 1] = acc
+        grank = np.empty(n, dtype=np.int64)  # rank by f of local entry j
+        for r in range(n):
+            grank[by_f[r]] = r
+        gone = np.empty(K + 2, dtype=np.int64)
+        # forced orders (exchange argument across grades, see the docstring): document x of
+        # grade g precedes document y of grade h in every optimum when
+        # f_x - f_y > rho (b_g - b_h) for every ratio rho of the position weights' decrements;
+        # need[h, r, g] counts the documents of grade g that precede the r-th of grade h
+        rho_lo, rho_hi = np.inf, -np.inf
+        for i in range(lo, hi - 1):
+            dc = c[i] - c[i + 1]
+            if dc > 0.0:
+                rho = (a[i] - a[i + 1]) / dc
+                rho_lo = min(rho_lo, rho)
+                rho_hi = max(rho_hi, rho)
+        if not rho_lo <= rho_hi:
+            rho_lo = rho_hi = 0.0
+        fmax = 0.0
+        for j in range(lo, hi):
+            fmax = max(fmax, abs(f[j]))
+        need = np.zeros((n_grades, max(K, 1), n_grades), dtype=np.int64)
+        for h in range(n_grades):
+            for gg in range(n_grades):
+                if gg == h:
+                    continue
+                db = b_grade[g0 + gg] - b_grade[g0 + h]
+                rho = rho_hi if db > 0.0 else rho_lo
+                margin = 64.0 * _EPS * (fmax + abs(rho * db) + 1.0)
+                cnt = 0
+                n_gg = count[gg]
+                for r in range(cap[h]):
+                    # x (grade gg, rank cnt) precedes y = (h, r) when f_x > f_y + rho db
+                    thr = fs[base[h] + 1 + r] + rho * db + margin
+                    while cnt < n_gg and fs[base[gg] + 1 + cnt] > thr:
+                        cnt += 1
+                    need[h, r, gg] = cnt
+        # the programme by layers (documents placed), over the states the forced orders
+        # allow; layer p is hist_*[off[p]:off[p + 1]], sorted by state index
         k = np.zeros(n_grades, dtype=np.int64)
-        V[0] = 0.0
-        placed = 0
-        for s in range(1, states):
-            # odometer: the counts of state s
-            h = 0
-            while k[h] == count[h]:
-                placed -= k[h]
-                k[h] = 0
-                h += 1
-            k[h] += 1
-            placed += 1
+        cap_h = 64
+        hist_s = np.empty(cap_h, dtype=np.int64)
+        hist_v = np.empty(cap_h)
+        hist_c = np.empty(cap_h, dtype=np.int64)
+        off = np.empty(K + 2, dtype=np.int64)
+        hist_s[0] = 0
+        hist_v[0] = 0.0
+        hist_c[0] = -1
+        off[0] = 0
+        off[1] = 1
+        cand_s = np.empty(n_grades * 8, dtype=np.int64)
+        cand_v = np.empty(n_grades * 8)
+        cand_c = np.empty(n_grades * 8, dtype=np.int64)
+        srt_small = np.empty(32, dtype=np.int64)
+        empty = False
+        for placed in range(1, K + 1):
             i = lo + placed - 1  # the position filled last
             ci = c[i]
             ai = a[i]
-            best = -np.inf
-            arg = 0
-            for h in range(n_grades):
-                if k[h] > 0:
-                    cand = V[s - stride[h]] + ci * fs[base[h] + k[h]] - ai * b_grade[g0 + h]
-                    if cand > best:
-                        best = cand
-                        arg = h
-            V[s] = best
-            choice[s] = arg
+            p0, p1 = off[placed - 1], off[placed]
+            if cand_s.size < n_grades * (p1 - p0):
+                size = 2 * n_grades * (p1 - p0)
+                cand_s = np.empty(size, dtype=np.int64)
+                cand_v = np.empty(size)
+                cand_c = np.empty(size, dtype=np.int64)
+            n_cand = 0
+            for e in range(p0, p1):
+                s0 = hist_s[e]
+                rem = s0
+                for h in range(n_grades - 1, -1, -1):
+                    k[h] = rem // stride[h]
+                    rem -= k[h] * stride[h]
+                for h in range(n_grades):
+                    r = k[h]
+                    if r == cap[h]:
+                        continue
+                    ok = True
+                    for gg in range(n_grades):
+                        if gg != h and k[gg] < need[h, r, gg]:
+                            ok = False
+                            break
+                    if ok:
+                        cand_s[n_cand] = s0 + stride[h]
+                        cand_v[n_cand] = hist_v[e] + ci * fs[base[h] + r + 1] - ai * b_grade[g0 + h]
+                        cand_c[n_cand] = h
+                        n_cand += 1
+            if n_cand == 0:  # forced orders in conflict (rounding): leave it to the caller
+                empty = True
+                break
+            if n_cand > 32:
+                srt = np.argsort(cand_s[:n_cand], kind="mergesort")
+            else:  # a small layer: insertion sort, no allocation
+                srt = srt_small
+                for q in range(n_cand):
+                    at = q
+                    while at > 0 and cand_s[srt[at - 1]] > cand_s[q]:
+                        srt[at] = srt[at - 1]
+                        at -= 1
+                    srt[at] = q
+            top = off[placed]
+            if hist_s.size < top + n_cand:  # grow the history
+                size = 2 * (top + n_cand)
+                grown_s = np.empty(size, dtype=np.int64)
+                grown_v = np.empty(size)
+                grown_c = np.empty(size, dtype=np.int64)
+                grown_s[:top] = hist_s[:top]
+                grown_v[:top] = hist_v[:top]
+                grown_c[:top] = hist_c[:top]
+                hist_s, hist_v, hist_c = grown_s, grown_v, grown_c
+            for q in range(n_cand):
+                e = srt[q]
+                if top > off[placed] and hist_s[top - 1] == cand_s[e]:
+                    if cand_v[e] > hist_v[top - 1]:
+                        hist_v[top - 1] = cand_v[e]
+                        hist_c[top - 1] = cand_c[e]
+                else:
+                    hist_s[top] = cand_s[e]
+                    hist_v[top] = cand_v[e]
+                    hist_c[top] = cand_c[e]
+                    top += 1
+            off[placed + 1] = top
+        if empty:
+            done[t] = False
+            continue
+        best_end = -np.inf
+        end = 0
+        for e in range(off[K], off[K + 1]):
+            s = hist_s[e]
+            rem = s
+            for h in range(n_grades - 1, -1, -1):
+                k[h] = rem // stride[h]
+                rem -= k[h] * stride[h]
+            total = hist_v[e]
+            if prefix:  # the rest in decreasing f at positions K, K + 1, ...: between
+                # the d-th and (d+1)-th placed documents (by f rank) the shift is d
+                m_gone = 0
+                for h2 in range(n_grades):
+                    for r in range(k[h2]):
+                        q_r = grank[order[gptr[g0 + h2] - lo + r] - lo]
+                        at = m_gone  # insertion sort (K is small)
+                        while at > 0 and gone[at - 1] > q_r:
+                            gone[at] = gone[at - 1]
+                            at -= 1
+                        gone[at] = q_r
+                        m_gone += 1
+                prev = -1
+                for d in range(K + 1):
+                    nxt_q = gone[d] if d < K else n
+                    total += P[d, nxt_q] - P[d, prev + 1]
+                    prev = nxt_q
+            elif tail:
+                pos = lo + K
+                for r in range(n):
+                    j = by_f[r]
+                    if rank[j] >= k[grade[j]]:
+                        total += c[pos] * f[lo + j]
+                        pos += 1
+            if total > best_end:
+                best_end = total
+                end = s
         # back-track: position i (from the last) holds the k_h-th document of grade h
-        for h in range(n_grades):
-            k[h] = count[h]
-        s = states - 1
+        s = end
+        rem = s
+        for h in range(n_grades - 1, -1, -1):
+            k[h] = rem // stride[h]
+            rem -= k[h] * stride[h]
         value = ab[t]
         for j in range(lo, hi):
             g[j] = -c_bar[j]
             value -= c_bar[j] * f[j]
-        for pos in range(n - 1, -1, -1):
-            h = choice[s]
+        if tail:
+            pos = lo + K
+            for r in range(n):
+                j = by_f[r]
+                if rank[j] >= k[grade[j]]:
+                    g[lo + j] += c[pos]
+                    value += c[pos] * f[lo + j]
+                    pos += 1
+        for pos in range(K - 1, -1, -1):
+            # the state s in layer pos + 1 (sorted by state index), and its last grade
+            at = off[pos + 1]
+            while hist_s[at] != s:
+                at += 1
+            h = hist_c[at]
             doc = order[gptr[g0 + h] - lo + k[h] - 1]
             i = lo + pos
             g[doc] += c[i]
@@ -407,4 +613,3 @@ def ndcg_merge(f, qptr, gptr, qg, b_grade, c, a, c_bar, ab, max_states, values, 
             k[h] -= 1
             s -= stride[h]
         values[t] = value
-

@@ -307,32 +307,48 @@ class LeastAbsoluteDeviation(ScalarLoss):
 
 
 class Quantile(ScalarLoss):
-    r"""Quantile regression (pinball) loss ([TVSL10]_ Table 5, after Koenker 2005):
+    r"""Quantile regression (pinball) loss of level :math:`\tau` (Koenker 2005, [TVSL10]_ Table 5
+    with its erratum below):
 
-    .. math:: l(f, y) = \max(\tau (f - y), (1 - \tau)(y - f)), \qquad 0 < \tau < 1.
+    .. math:: l(f, y) = \rho_\tau(y - f) = \max\big(\tau (y - f), (1 - \tau)(f - y)\big),
+              \qquad \rho_\tau(r) = r\,(\tau - 1[r < 0]), \qquad 0 < \tau < 1.
 
-    Derivative :math:`\tau` where :math:`f > y`, :math:`\tau - 1` where :math:`f < y`. At the kink
-    :math:`f = y` the subdifferential is :math:`[\tau - 1, \tau]`: the default subgradient is
-    :math:`\tau - 1` (the paper's "tau if f > y, else tau - 1"), and ``sup_subgradient`` takes
-    :math:`\tau` where the score increases along the direction, :math:`\tau - 1` where it
-    decreases. The minimiser estimates the :math:`\tau`-quantile of :math:`y` given :math:`x`;
-    ``tau = 0.5`` is half the absolute deviation.
+    The minimiser estimates the :math:`\tau`-quantile of :math:`y` given :math:`x` (an
+    intercept-only model fits the empirical :math:`\tau`-quantile of the sample): under-prediction
+    costs :math:`\tau` per unit, over-prediction :math:`1 - \tau`, as scikit-learn's
+    ``QuantileRegressor(quantile=tau)`` and ``mean_pinball_loss(alpha=tau)``. ``tau = 0.5`` is
+    half the absolute deviation.
+
+    Derivative :math:`1 - \tau` where :math:`f > y`, :math:`-\tau` where :math:`f < y`. At the
+    kink :math:`f = y` the subdifferential is :math:`[-\tau, 1 - \tau]`: the default
+    subgradient is the left end :math:`-\tau`, and ``sup_subgradient`` takes :math:`1 - \tau`
+    where the score increases along the direction, :math:`-\tau` where it decreases.
+
+    Erratum ([TVSL10]_ Table 5). The paper prints :math:`\max(\tau(f - y), (1 - \tau)(y - f))`
+    with derivative ":math:`\tau` if :math:`f > y`, else :math:`\tau - 1`" and cites Koenker,
+    whose pinball loss of level :math:`\tau` weighs under-prediction :math:`y > f` by
+    :math:`\tau`: the printed loss is Koenker's of level :math:`1 - \tau`, and its minimiser
+    is the :math:`(1 - \tau)`-quantile. nsopt follows Koenker and scikit-learn: the paper's
+    ``tau`` is nsopt's ``1 - tau``.
 
     Parameters
     ----------
     X : array (m, d) or scipy.sparse matrix
     y : array (m,) of real targets
     tau : float in (0, 1)
-        The quantile level.
+        The quantile level: the fitted model estimates the :math:`\tau`-quantile.
     sample_weight : array (m,), optional
 
     Examples
     --------
     >>> import numpy as np, nsopt
-    >>> nsopt.losses.Quantile(np.eye(2), [1.0, -1.0], tau=0.9).value(np.zeros(2))  # (0.1 + 0.9) / 2
+    >>> nsopt.losses.Quantile(np.eye(2), [1.0, -1.0], tau=0.9).value(np.zeros(2))  # (0.9 + 0.1) / 2
     0.5
+    >>> J = nsopt.RegularizedRisk(nsopt.losses.Quantile(np.ones((100, 1)), np.arange(100.0),
+    ...                                                 tau=0.9), lam=1e-9)
+    >>> bool(89 <= nsopt.minimize(J, method="ls-bmrm", rtol=1e-9).x[0] <= 90)  # the 0.9-quantile
+    True
     """
-
 
     def __init__(self, X, y, tau, sample_weight=None):
         tau = _check_real(tau, "tau")

@@ -27,10 +27,14 @@ class KBundle(Solver):
 
     Parameters
     ----------
-    bundle_size : int >= 2 or None, default 10
+    bundle_size : int >= 2 or None, default 50
         ``k``: the number of planes kept (not counting the fixed plane of the loss's lower
         bound, which keeps L1 master problems bounded). ``None`` keeps every plane and drops planes idle for
-        ``remove_inactive`` iterations (BMRM's heuristic, the paper's ``k = inf``).
+        ``remove_inactive`` iterations (BMRM's heuristic, the paper's ``k = inf``). The memory
+        is ``k`` d-vectors. The default was 10 until issue 11: on a 200 x 5 three-class
+        Crammer-Singer problem (15 variables) at lam = 1e-4 the aggregate of 10 planes needed
+        3,036 iterations (6 s; 1e-6: not certified in 20 s) against about 150 with 30 or more
+        planes (0.3 s), where BMRM needs 0.4 s.
     closed_form : bool, default True
         For ``k = 2`` with ``L2()``, use the closed-form step of [TVSL10]_ eq. (14) (no
         master solver at all); ``False`` solves the same 2-plane problem with the QP backend.
@@ -69,7 +73,7 @@ class KBundle(Solver):
     history_fields = ("n_planes",)
     options = {
         **{k: v for k, v in PLANE_OPTIONS.items() if k != "max_planes"},
-        "bundle_size": Option(10, NoneOr(Interval(Integral, 2, None, closed="left")),
+        "bundle_size": Option(50, NoneOr(Interval(Integral, 2, None, closed="left")),
                               doc="planes kept (None: all, with remove_inactive)"),
         "closed_form": Option(True, Boolean(), doc="closed-form step for k = 2 with L2"),
     }

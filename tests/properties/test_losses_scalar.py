@@ -105,8 +105,9 @@ SPECS = {
     "Quantile": Spec(
         lambda X, y, a, s: Quantile(X, y, tau=a, sample_weight=s), "real",
         st.sampled_from([0.125, 0.25, 0.5, 0.75, 0.875]),
-        lambda z, y, a: np.maximum(a * (z - y), (1.0 - a) * (y - z)), None,
-        lambda y, a: (_stack(a + 0 * y, a - 1.0 + 0 * y), _stack(-a * y, (1.0 - a) * y)),
+        # pinball of level a (Koenker): a per unit of under-prediction, 1 - a of over-
+        lambda z, y, a: np.maximum(a * (y - z), (1.0 - a) * (z - y)), None,
+        lambda y, a: (_stack(1.0 - a + 0 * y, -a + 0 * y), _stack((a - 1.0) * y, a * y)),
         lambda y, a: _col(y)),
     "EpsilonInsensitive": Spec(
         lambda X, y, a, s: EpsilonInsensitive(X, y, epsilon=a, sample_weight=s), "real",
@@ -610,9 +611,10 @@ REGRESSIONS = [
          _A([0, 0, 0.125, 0]), _A([0, -0.25, -0.25, 0]), np.zeros(4)),
     Case("Novelty", _rows(7, 4, {0: [0, 4.01962472e-238, 1, 0]}), np.zeros(7), 0.0, None,
          _A([0, 0, 0.125, 0]), _A([0, 0.25, -0.25, 0]), np.zeros(4)),
-    Case("Quantile", _rows(5, 3, {2: [-1, 2.32793364e-184, 0]}), np.zeros(5), 0.125, None,
+    # (found at tau = 0.125 when tau meant the level 1 - tau: the same loss is now tau = 0.875)
+    Case("Quantile", _rows(5, 3, {2: [-1, 2.32793364e-184, 0]}), np.zeros(5), 0.875, None,
          _A([0.125, 0, 0]), _A([-0.25, 0.25, 0]), np.zeros(3)),
-    Case("Quantile", _rows(5, 3, {2: [1, 2.32793364e-184, 0]}), np.zeros(5), 0.125, None,
+    Case("Quantile", _rows(5, 3, {2: [1, 2.32793364e-184, 0]}), np.zeros(5), 0.875, None,
          _A([0.125, 0, 0]), _A([-0.25, 0.25, 0]), np.zeros(3)),
     Case("Hinge", _rows(7, 3, {6: [-2.0 ** -52, -0.5, 0]}), np.ones(7), None, None,
          _A([-0.125, -1.0, 0]), _A([-0.25, -0.5, 0]), np.zeros(3)),
@@ -671,11 +673,11 @@ DENSE_SPARSE_REGRESSIONS = [
     # q_1 = 0 (dense) or 1.65e-79 (sparse): breakpoints only in the sparse path, at 1e79
     Case("Huber", _CANCEL, _A([0, 1.0]), 1.0, None, np.zeros(4), _A([0.25, 0.25, 0.25, 0]),
          np.zeros(4)),
-    Case("Quantile", _CANCEL, np.zeros(2), 0.25, None, np.zeros(4), _A([0.25, 0.25, 0.25, 0]),
+    Case("Quantile", _CANCEL, np.zeros(2), 0.75, None, np.zeros(4), _A([0.25, 0.25, 0.25, 0]),
          np.zeros(4)),
     # f_1 = 0 on the kink (dense) or 6.6e-79 just right of it (sparse): the default subgradient
     # and the left derivative differ by c_1 |jump| |x_1|, |q_1|
-    Case("Quantile", _CANCEL, np.zeros(2), 0.25, None, _A([0.125, 0.125, 1, 0]),
+    Case("Quantile", _CANCEL, np.zeros(2), 0.75, None, _A([0.125, 0.125, 1, 0]),
          _A([-0.25, 0, 0, 0]), np.zeros(4)),
     # from the explore run: q_4 = 1 - 1 - 2.5e-301 is -2.5e-301 (dense) or 0 (sparse) with f_4
     # on the kink: sup_subgradient takes the right end or the default, c_4 x_4 apart
