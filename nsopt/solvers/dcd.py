@@ -326,11 +326,14 @@ class _Plain(NamedTuple):
     index: np.ndarray   # the examples of positive weight, the active ones first
     shrink: np.ndarray  # the shrinking state
     sums: np.ndarray    # the gap estimate's sums
+    v: np.ndarray       # sum of c y x over the examples shrunk at the upper bound
     rng: np.ndarray     # the permutations' random state
     nnz: int            # nonzeros of X
     lam: float
     adapt: np.ndarray   # [factor, best value]: a check when the estimate is within factor *
     #                     tolerance; the best value of the checks so far
+    own_value: bool     # J at a check from the check's pass (else an oracle call: a loss whose
+    #                     oracle is overridden, scores_supported False)
 
 
 #: without ``check_every``, a check at the latest after epochs visiting this many times nnz(X)
@@ -341,6 +344,9 @@ _ESTIMATE_FACTOR = 0.9
 _ESTIMATE_BACKOFF = 0.7
 #: ... down to this
 _ESTIMATE_FACTOR_MIN = 1e-3
+#: below this many nonzeros a check costs its Python overhead more than its pass: a check
+#: every 3 nnz(X) of epochs, no estimate
+_ESTIMATE_MIN_NNZ = 2**16
 #: examples ahead whose rows are prefetched
 _PREFETCH = 4
 _NO_CAP = 2**62
@@ -616,10 +622,12 @@ class DCD(Solver):
             if kind == 2:
                 t[index], tc[index] = 1e-8, 1.0 - 1e-8
             ex = K.pack_examples(y, np.asarray(c, dtype=np.float64), sq, float(lam), t, tc)
-            sums = np.zeros(3)
-            K.resync(kind, ex, sums, w)
+            sums = np.zeros(4)
+            K.resync(kind, ex, sums, w, index, index.size)
             work = _Plain(kind, csr.indptr, csr.indices, csr.data, ex, w, index, shrink, sums,
-                          rng, nnz, float(lam), np.array([_ESTIMATE_FACTOR, math.inf]))
+                          np.zeros(d), rng, nnz, float(lam),
+                          np.array([_ESTIMATE_FACTOR, math.inf]),
+                          bool(getattr(loss, "scores_supported", False)))
             # t = 0 (logistic: 1e-8) proves little: the first bound is the first check's
             return self.State(w=None, t=ex[:, K.EX_T], lower_bound=-math.inf, evidence=None,
                               epochs=0, n_active=index.size, work=work, w_best=None,
@@ -664,17 +672,19 @@ class DCD(Solver):
         pk = s.work
         if self.check_every is not None:
             max_epochs, max_work, rel, abs_ = self.check_every, _NO_CAP, -math.inf, -math.inf
+        elif pk.nnz < _ESTIMATE_MIN_NNZ:  # small: a check costs its Python overhead, not a pass
+            max_epochs, max_work, rel, abs_ = _NO_CAP, 3 * pk.nnz, -math.inf, -math.inf
         else:
             f = float(pk.adapt[0])
             max_epochs, max_work = _NO_CAP, _CHECK_PERIOD * pk.nnz
             rel, abs_ = f * self.rtol, f * self.atol
         n, n_active, _, estimate = K.epochs(
             pk.kind, pk.indptr, pk.indices, pk.data, pk.ex, pk.w, pk.index, pk.shrink, pk.sums,
-            pk.lam, pk.rng, max_epochs, max_work, rel, abs_, _PREFETCH)
+            pk.v, pk.lam, pk.rng, max_epochs, max_work, rel, abs_, _PREFETCH)
         s = self._check_plain(problem, s._replace(epochs=s.epochs + int(n),
                                                   n_active=int(n_active)))
         pk.adapt[1] = min(pk.adapt[1], s.fun_best)
-        if self.check_every is None:
+        if rel > -math.inf:
             best = float(pk.adapt[1])   # the loop's view: the best value, the best bound
             triggered = estimate <= max(abs_, rel * abs(best))
             if triggered and best - s.lower_bound > max(self.atol, self.rtol * abs(best)):
@@ -693,11 +703,15 @@ class DCD(Solver):
         a = np.empty(pk.w.size)
         b, risk = K.check_pass(pk.kind, pk.indptr, pk.indices, pk.data, pk.ex, pk.w, a, t)
         x = pk.w.copy()
-        fun = float(risk) + lam * float(problem.reg.value(x))
         lower = float(b) - scaled_conjugate(problem.reg, a, lam)
         np.multiply(a, -1.0 / lam, out=pk.w)
-        K.resync(pk.kind, pk.ex, pk.sums, pk.w)
-        s = s._replace(w=x, w_best=x, fun_best=fun)
+        K.resync(pk.kind, pk.ex, pk.sums, pk.w, pk.index, int(pk.shrink[0]))
+        if pk.own_value:
+            fun = float(risk) + lam * float(problem.reg.value(x))
+            s = s._replace(w=x, w_best=x, fun_best=fun)
+        else:  # a loss that overrides its oracle: valued by the oracle, not by the kernel's phi
+            fun = float(problem.evaluate(x).fun)
+            s = s._replace(w=x, w_best=None, fun_best=fun)
         if lower >= s.lower_bound:
             return s._replace(lower_bound=lower, evidence=DualPoint(t, plane=(a, float(b))))
         return s
