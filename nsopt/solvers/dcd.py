@@ -621,6 +621,7 @@ class DCD(Solver):
         if not risk.fit_intercept:
             if kind == 2:
                 t[index], tc[index] = 1e-8, 1.0 - 1e-8
+                w = np.asarray(csr.T @ (c * y * t), dtype=np.float64).reshape(-1) / lam  # w(t)
             ex = K.pack_examples(y, np.asarray(c, dtype=np.float64), sq, float(lam), t, tc)
             sums = np.zeros(4)
             K.resync(kind, ex, sums, w, index, index.size)
