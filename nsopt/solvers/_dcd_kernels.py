@@ -250,8 +250,10 @@ def epochs(kind, indptr, indices, data, ex, w, index, shrink, sums, v, lam, rng,
         Caps of this call (epochs, nonzeros visited).
     target_rel, target_abs : float
         Stop after an epoch whose estimate :math:`\hat G = \hat R - \hat D + \lambda\|w\|^2`
-        is at most ``max(target_abs, target_rel * P)`` (:math:`P = \hat R +
-        \tfrac\lambda2\|w\|^2`, the primal estimate). Both ``-inf``: never on the estimate.
+        is at most ``max(target_abs, target_rel * P)`` in absolute value (:math:`P = \hat R +
+        \tfrac\lambda2\|w\|^2`, the primal estimate; a gap is never negative, so a
+        negative estimate only measures the estimate's error). Both ``-inf``: never on the
+        estimate.
     prefetch_distance : int
         How many examples ahead the rows are prefetched (0: none).
 
@@ -367,7 +369,7 @@ def epochs(kind, indptr, indices, data, ex, w, index, shrink, sums, v, lam, rng,
         r_now = r_hat + z_up - vw  # the losses of U at the current w
         estimate = r_now - d_hat + lam * wsq
         target = max(target_abs, target_rel * abs(r_now + 0.5 * lam * wsq))
-        if estimate <= _REFRESH * target and 2 * n_active < n_all:
+        if abs(estimate) <= _REFRESH * target and 2 * n_active < n_all:
             # near the target on a shrunk problem: the active margins, exact at this w (a
             # pass over the active rows only; the old ones err by the gap's own size)
             for s in range(n_active):
@@ -393,7 +395,7 @@ def epochs(kind, indptr, indices, data, ex, w, index, shrink, sums, v, lam, rng,
             else:
                 pg_max_old = pg_max if pg_max > 0.0 else np.inf
                 pg_min_old = pg_min if pg_min < 0.0 else -np.inf
-        if estimate <= target:
+        if abs(estimate) <= target:  # a gap is >= 0: an estimate below -target is noise
             break
     shrink[0], shrink[1], shrink[2], shrink[3] = n_active, pg_max_old, pg_min_old, eps
     sums[0], sums[1], sums[3] = r_hat, d_hat, z_up
