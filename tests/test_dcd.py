@@ -146,3 +146,139 @@ def test_every_stop_brackets_the_optimum_with_a_valid_certificate(loss, seed, la
     assert res.lower_bound <= ref.fun + tol and ref.lower_bound <= res.fun + tol
     assert res.certificate.check(J) >= res.lower_bound - tol
     assert np.all(np.diff(res.history["lower_bound"]) >= 0)
+
+
+# --- the compiled epochs without an intercept (nsopt/solvers/_dcd_kernels.py) ----------------
+from nsopt.oracle import CountingOracle  # noqa: E402
+from nsopt.solvers import _dcd_kernels as K  # noqa: E402
+from nsopt.solvers import dcd as dcd_module  # noqa: E402
+
+
+def _a9a_like(loss="hinge", lam=1e-3, m=6000, seed=0):
+    """a9a-shaped data; at the default size large enough (nnz > _ESTIMATE_MIN_NNZ) for the
+    gap estimate to decide the checks."""
+    X, y = nsopt.datasets.make_sparse_binary(m, 123, random_state=seed)
+    J = nsopt.RegularizedRisk(LOSSES[loss](X, y), R.L2(), lam)
+    assert m < 6000 or X.nnz >= dcd_module._ESTIMATE_MIN_NNZ
+    return J
+
+
+def _plain(J, **options):
+    s = DCD(check_every=1, **options).init(CountingOracle(J), np.zeros(J.dim))
+    return s, s.work
+
+
+def _epochs(pk, n, prefetch=4):
+    return K.epochs(pk.kind, pk.indptr, pk.indices, pk.data, pk.ex, pk.w, pk.index, pk.shrink,
+                    pk.sums, pk.v, pk.lam, pk.rng, n, 2**62, -np.inf, -np.inf, prefetch)
+
+
+@pytest.mark.parametrize("loss", sorted(LOSSES))
+def test_shrinking_and_the_estimate_reach_the_same_certified_optimum(loss):
+    """Shrinking (and the gap estimate deciding the checks) changes the path, not the answer:
+    both runs certify rtol, their brackets overlap, and both certificates check."""
+    J = _a9a_like(loss, lam=1e-4)
+    rtol = 1e-5
+    runs = [nsopt.minimize(J, method="dcd", rtol=rtol, shrinking=s, max_iter=500)
+            for s in (True, False)]
+    for res in runs:
+        assert res.success, res.message
+        assert res.gap <= rtol * abs(res.fun)
+        assert res.certificate.check(J) >= res.lower_bound - 1e-9 * abs(res.lower_bound)
+        assert res.fun == J.value(res.x)  # settled: the oracle's value, not the kernel's
+    a, b = runs
+    tol = 1e-12 * abs(a.fun)
+    assert a.lower_bound <= b.fun + tol and b.lower_bound <= a.fun + tol
+    assert abs(a.fun - b.fun) <= rtol * abs(a.fun)
+
+
+def test_the_estimate_saves_checks():
+    """The checks are decided by the estimate: far fewer than epochs (one check per epoch is
+    what a fixed period of one epoch would cost)."""
+    J = _a9a_like("hinge", lam=1e-4)
+    res = nsopt.minimize(J, method="dcd", rtol=1e-3)
+    assert res.success
+    assert res.info["epochs"] >= 5 * res.nit
+
+
+@pytest.mark.parametrize("loss", sorted(LOSSES))
+def test_check_pass_is_the_dual_plane_and_the_risk(loss):
+    """The fused pass gives loss.dual_plane(t) and loss.value(w) (to rounding), leaves t in
+    its box, and refreshes every margin."""
+    J = _a9a_like(loss, lam=1e-3, m=800)
+    s, pk = _plain(J)
+    _epochs(pk, 3)
+    t, a = np.empty(J.loss.m), np.empty(J.dim)
+    w = pk.w.copy()
+    b, risk = K.check_pass(pk.kind, pk.indptr, pk.indices, pk.data, pk.ex, pk.w, a, t)
+    a_ref, b_ref = J.loss.dual_plane(pk.ex[:, K.EX_T])
+    np.testing.assert_allclose(a, a_ref, rtol=1e-12, atol=1e-15)
+    assert b == pytest.approx(b_ref, rel=1e-12, abs=1e-15)
+    assert risk == pytest.approx(J.loss.value(w), rel=1e-12)
+    assert np.all(t >= 0) and np.all(t <= J.loss.dual_upper)
+    np.testing.assert_allclose(pk.ex[:, K.EX_Z], J.loss.y * (J.loss.data.X @ w), atol=1e-12)
+
+
+@pytest.mark.parametrize("loss", sorted(LOSSES))
+def test_epochs_keep_w_the_sums_and_the_shrunk_rows(loss):
+    """What the epochs maintain stays exact up to rounding: w = X^T(c y t)/lam, the dual sum
+    sum c psi(t), v = sum of c y x over the examples shrunk at t = 1 (the hinge's), and the
+    dual never decreases."""
+    J = _a9a_like(loss, lam=1e-4, m=1500)
+    s, pk = _plain(J)
+    X, y, c, lam = J.loss.data.X, J.loss.y, J.loss.c, J.lam
+
+    def dual(t):
+        a, b = J.loss.dual_plane(t)
+        return b - 0.5 * float(a @ a) / lam
+
+    previous = dual(pk.ex[:, K.EX_T])
+    for _ in range(12):
+        _epochs(pk, 1)
+        t = pk.ex[:, K.EX_T].copy()
+        np.testing.assert_allclose(pk.w, X.T @ (c * y * t) / lam, rtol=1e-9, atol=1e-11)
+        assert pk.sums[1] == pytest.approx(float(np.sum(-c * J.loss.conjugate_terms(t))),
+                                           rel=1e-9)
+        shrunk = pk.index[int(pk.shrink[0]):]
+        up = shrunk[t[shrunk] == 1.0] if pk.kind == 0 else shrunk[:0]
+        np.testing.assert_allclose(pk.v, X[up].T @ (c[up] * y[up]) if up.size else 0.0,
+                                   atol=1e-12)
+        now = dual(t)
+        assert now >= previous - 1e-12 * max(1.0, abs(now))
+        previous = now
+
+
+def test_prefetching_does_not_change_the_iterates():
+    J = _a9a_like("hinge", lam=1e-4, m=1500)
+    (_, p0), (_, p4) = _plain(J), _plain(J)
+    for _ in range(4):
+        _epochs(p0, 2, prefetch=0)
+        _epochs(p4, 2, prefetch=4)
+        np.testing.assert_array_equal(p0.ex, p4.ex)
+        np.testing.assert_array_equal(p0.w, p4.w)
+        np.testing.assert_array_equal(p0.index, p4.index)
+
+
+def test_estimate_runs_are_reproducible():
+    J = _a9a_like("hinge", lam=1e-4)
+    a, b = (nsopt.minimize(J, method="dcd", rtol=1e-4) for _ in range(2))
+    c = nsopt.minimize(J, method="dcd", rtol=1e-4, random_state=2)
+    np.testing.assert_array_equal(a.x, b.x)
+    assert a.lower_bound == b.lower_bound and a.info["epochs"] == b.info["epochs"]
+    assert not np.array_equal(a.x, c.x)
+
+
+def test_an_overridden_oracle_is_valued_by_the_oracle():
+    """A loss whose oracle is overridden (scores_supported False) is valued by calling it, not
+    by the kernel's margin loss: its values reach the result."""
+    J = _a9a_like("hinge", lam=1e-3, m=800)
+    inner = J.loss._value_and_subgradient
+    calls = []
+
+    def counted(w):
+        calls.append(1)
+        return inner(w)
+
+    J.loss._value_and_subgradient = counted
+    res = nsopt.minimize(J, method="dcd", rtol=1e-4, check_every=2, max_iter=6)
+    assert len(calls) >= res.nit  # one oracle call per check (and the start)

@@ -33,159 +33,12 @@ from scipy.special import xlogy
 from .._validation import Boolean, Interval, NoneOr, Option
 from ..certificate import DualPoint
 from ..regularizers import scaled_conjugate
+from . import _dcd_kernels as K
 from ._base import Solver
+from ._dcd_kernels import _shuffle
 from ._registry import register
 
 __all__ = ["DCD"]
-
-@njit(cache=True)
-def _next(rng):
-    """xorshift64*: the next pseudo-random 64-bit integer (state ``rng[0]``, nonzero)."""
-    x = rng[0]
-    x ^= x >> np.uint64(12)
-    x ^= x << np.uint64(25)
-    x ^= x >> np.uint64(27)
-    rng[0] = x
-    return x * np.uint64(2685821657736338717)
-
-
-@njit(cache=True)
-def _shuffle(index, n, rng):
-    """Fisher-Yates on ``index[:n]``."""
-    for k in range(n - 1, 0, -1):
-        j = int(_next(rng) % np.uint64(k + 1))
-        tmp = index[k]
-        index[k] = index[j]
-        index[j] = tmp
-
-
-@njit(cache=True)
-def _logistic_root(a, s, b):
-    r"""The root :math:`z \in (0, 1/2]` of :math:`g(z) = \log\frac{z}{1-z} + a(z - s) + b`, known
-    to lie there (``g(1/2) >= 0``). ``g`` is increasing and concave on (0, 1/2]: Newton from
-    the left of the root climbs to it monotonically; a step that leaves (0, 1/2] is replaced
-    by ``z / 10`` ([YHL11]_ Alg. 4, :math:`\xi = 0.1`)."""
-    z = s if s < 0.5 else 0.5
-    if z <= 0.0:
-        z = 1e-20
-    for _ in range(100):
-        g = math.log(z) - math.log1p(-z) + a * (z - s) + b
-        if abs(g) <= 1e-12:
-            break
-        dg = 1.0 / z + 1.0 / (1.0 - z) + a
-        zn = z - g / dg
-        if zn <= 0.0:
-            zn = 0.1 * z
-        elif zn > 0.5:
-            zn = 0.5
-        if zn == z:
-            break
-        z = zn
-    return z
-
-
-@njit(cache=True)
-def _epochs(kind, indptr, indices, data, y, scale, qa, t, tc, w, index, shrink, n_epochs, rng):
-    r"""Run ``n_epochs`` passes of coordinate descent over the CSR rows ``indptr, indices,
-    data``; returns the number of active examples and the nonzeros visited.
-
-    Parameters
-    ----------
-    kind : int
-        0 hinge, 1 squared hinge, 2 logistic.
-    y, scale, qa : arrays (m,)
-        Labels, :math:`c_i y_i / \lambda` (the step of ``w`` per unit of :math:`t_i`) and
-        :math:`c_i \|x_i\|^2 / \lambda` (the curvature of the dual in :math:`t_i`).
-    t, tc, w : arrays, updated in place
-        The dual point, its complement ``1 - t`` (logistic only) and the primal point.
-    index : int array
-        The examples to visit (those with :math:`c_i > 0`); ``shrink[0]`` of them active, the
-        shrunk ones moved behind ([HCLKS08]_ Sec. 3.2).
-    shrink : float array [n_active, PGmax_old, PGmin_old, eps, use]
-        The shrinking state, carried across calls; ``use = 0`` turns shrinking off.
-    rng : uint64 array (1,)
-        The permutation's random state.
-    """
-    n_all = index.shape[0]
-    work = 0
-    n_active = int(shrink[0])
-    pg_max_old, pg_min_old, eps = shrink[1], shrink[2], shrink[3]
-    use = shrink[4] != 0.0 and kind != 2
-    upper = 1.0 if kind == 0 else np.inf
-    diag = 1.0 if kind == 1 else 0.0
-    for _ in range(n_epochs):
-        pg_max, pg_min = -np.inf, np.inf
-        _shuffle(index, n_active, rng)
-        s = 0
-        while s < n_active:
-            i = index[s]
-            start, end = indptr[i], indptr[i + 1]
-            work += end - start
-            wx = 0.0
-            for k in range(start, end):
-                wx += data[k] * w[indices[k]]
-            if kind == 2:
-                a, b = qa[i], y[i] * wx
-                # g(1/2) >= 0: the root is at most 1/2, solve for t; else for 1 - t
-                if a * (0.5 - t[i]) + b >= 0.0:
-                    z = _logistic_root(a, t[i], b)
-                    t_new, tc_new = z, 1.0 - z
-                else:
-                    z = _logistic_root(a, tc[i], -b)
-                    t_new, tc_new = 1.0 - z, z
-                delta = t_new - t[i]
-                t[i], tc[i] = t_new, tc_new
-                if delta != 0.0:
-                    step = delta * scale[i]
-                    for k in range(start, end):
-                        w[indices[k]] += step * data[k]
-                s += 1
-                continue
-            g = y[i] * wx - 1.0 + diag * t[i]
-            pg = 0.0
-            if t[i] == 0.0:
-                if use and g > pg_max_old:
-                    n_active -= 1
-                    index[s], index[n_active] = index[n_active], index[s]
-                    continue
-                elif g < 0.0:
-                    pg = g
-            elif t[i] == upper:
-                if use and g < pg_min_old:
-                    n_active -= 1
-                    index[s], index[n_active] = index[n_active], index[s]
-                    continue
-                elif g > 0.0:
-                    pg = g
-            else:
-                pg = g
-            pg_max = max(pg_max, pg)
-            pg_min = min(pg_min, pg)
-            if abs(pg) > 1e-12:
-                h = qa[i] + diag
-                if h > 0.0:
-                    t_new = min(max(t[i] - g / h, 0.0), upper)
-                else:  # an empty row of the hinge: the dual is linear in t_i, g < 0 here
-                    t_new = upper if g < 0.0 else 0.0
-                delta = t_new - t[i]
-                t[i] = t_new
-                step = delta * scale[i]
-                for k in range(start, end):
-                    w[indices[k]] += step * data[k]
-            s += 1
-        if not use:
-            continue
-        if pg_max - pg_min <= eps:
-            if n_active == n_all:
-                eps *= 0.1      # the whole problem meets eps: ask more of the next shrinking
-            n_active = n_all    # the shrunk problem is solved: visit everything again
-            pg_max_old, pg_min_old = np.inf, -np.inf
-            continue
-        pg_max_old = pg_max if pg_max > 0.0 else np.inf
-        pg_min_old = pg_min if pg_min < 0.0 else -np.inf
-    shrink[0], shrink[1], shrink[2], shrink[3] = n_active, pg_max_old, pg_min_old, eps
-    return n_active, work
-
 
 @njit(cache=True)
 def _dphi(kind, t, tc):
@@ -335,7 +188,7 @@ def _pair_epochs(kind, indptr, indices, data, y, c, sq, lam, t, tc, w, index, sh
     violates the optimality
     :math:`\min_{up} s \ge \max_{low} s` most with it. ``cache`` holds the last scores seen,
     ``scratch`` is a zero vector of length d (the visited row scattered in it gives
-    :math:`\langle x_a, x_b\rangle` in the partner's pass). ``shrink``: as :func:`_epochs`,
+    :math:`\langle x_a, x_b\rangle` in the partner's pass). ``shrink``: as :func:`~._dcd_kernels.epochs`,
     with :math:`\max_{low} s` and :math:`\min_{up} s` of the last pass as the thresholds.
     """
     n_all = index.shape[0]
@@ -462,9 +315,46 @@ def _pair_epochs(kind, indptr, indices, data, y, c, sq, lam, t, tc, w, index, sh
 _N_CANDIDATES = 8
 
 
+class _Plain(NamedTuple):
+    """Without an intercept: the arrays of :func:`~._dcd_kernels.epochs`, mutated in place."""
+    kind: int
+    indptr: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray
+    ex: np.ndarray      # (m, 8) per example: y, c y / lam, q, c, t, 1 - t, margin
+    w: np.ndarray       # w(t), kept by the epochs
+    index: np.ndarray   # the examples of positive weight, the active ones first
+    shrink: np.ndarray  # the shrinking state
+    sums: np.ndarray    # the gap estimate's sums
+    v: np.ndarray       # sum of c y x over the examples shrunk at the upper bound
+    rng: np.ndarray     # the permutations' random state
+    nnz: int            # nonzeros of X
+    lam: float
+    adapt: np.ndarray   # [factor, best value]: a check when the estimate is within factor *
+    #                     tolerance; the best value of the checks so far
+    own_value: bool     # J at a check from the check's pass (else an oracle call: a loss whose
+    #                     oracle is overridden, scores_supported False)
+
+
+#: without ``check_every``, a check at the latest after epochs visiting this many times nnz(X)
+_CHECK_PERIOD = 20
+#: a check is made when the gap estimate is within this share of the tolerance ...
+_ESTIMATE_FACTOR = 0.9
+#: ... multiplied by this after a check the estimate called too early ...
+_ESTIMATE_BACKOFF = 0.7
+#: ... down to this
+_ESTIMATE_FACTOR_MIN = 1e-3
+#: below this many nonzeros a check costs its Python overhead more than its pass: a check
+#: every 3 nnz(X) of epochs, no estimate
+_ESTIMATE_MIN_NNZ = 2**16
+#: examples ahead whose rows are prefetched
+_PREFETCH = 4
+_NO_CAP = 2**62
+
+
 class _Work(NamedTuple):
-    """The kernel and its arrays, mutated in place across steps."""
-    kernel: object      # _epochs or _pair_epochs
+    """With an intercept: the pair kernel and its arrays, mutated in place across steps."""
+    kernel: object      # _pair_epochs
     args: tuple         # its arguments before (n_epochs, rng)
     rng: np.ndarray     # the permutations' random state
     tail: tuple         # its arguments after rng (pairs: cache, candidates, weakest, scratch)
@@ -563,11 +453,12 @@ class DCD(Solver):
     Parameters
     ----------
     check_every : int or None, default None
-        Epochs between two checks (one check: the dual plane of :math:`t`, one data pass, and
-        one oracle call at :math:`w(t)`, two passes; an epoch costs about two passes over the
-        examples it visits). None: as many epochs as it takes to visit three times the
-        nonzeros of X (with shrinking an epoch may visit a small share of them), so that
-        checks cost at most about a third of the run whatever the active set.
+        Epochs between two checks. None: without an intercept, a check when the running
+        estimate of the duality gap (see Notes; O(1) per visit, O(d) per epoch) is within
+        ``0.9 max(atol, rtol |J|)`` (a share multiplied by 0.7 after each check it called too
+        early), at the latest after epochs visiting 20 times the nonzeros of X; below
+        :data:`_ESTIMATE_MIN_NNZ` nonzeros, and with an intercept, after epochs visiting three
+        times the nonzeros of X (with shrinking an epoch may visit a small share of them).
     shrinking : bool, default True
         Hinge and squared hinge: skip examples whose :math:`t_i` sits at a bound with a
         gradient pushing it out ([HCLKS08]_ Sec. 3.2); visit all again once the shrunk problem
@@ -577,7 +468,7 @@ class DCD(Solver):
         Seed of the permutations (runs are reproducible).
     **common
         ``rtol, atol, max_iter, max_time, verbose`` (see :func:`nsopt.minimize`); one
-        iteration is ``check_every`` epochs and one check.
+        iteration is the epochs up to a check, and the check.
 
     Notes
     -----
@@ -593,11 +484,28 @@ class DCD(Solver):
       half of (0, 1) that holds it, in :math:`z` or in :math:`1 - z` (both kept, so that
       :math:`t_i` near 1 loses no precision; [YHL11]_ Sec. 3).
 
-    Each step changes :math:`w` by :math:`(c_i y_i \delta/\lambda) x_i`. At a check the dual
-    plane :math:`(a, b)` = ``loss.dual_plane(t)`` is recomputed from :math:`t` and :math:`w`
-    reset to :math:`-a/\lambda` (no drift from the incremental updates). Start: :math:`t = 0`
-    (logistic: :math:`10^{-8}`, inside the domain of :math:`\log`); ``x0`` is evaluated (the
-    answer if no later point is better) but does not seed :math:`t`.
+    Each step changes :math:`w` by :math:`(c_i y_i \delta/\lambda) x_i`. Without an intercept
+    the epochs are :func:`~nsopt.solvers._dcd_kernels.epochs` (liblinear's loop: a random
+    permutation per epoch, one sparse dot and at most one sparse axpy per example over CSR
+    rows, shrinking; the rows of the examples a few places ahead prefetched, the per-example
+    numbers in one cache line: measured on a9a, a shuffled epoch costs about 1.4x a
+    sequential one instead of 2-4x). A check is one pass over the rows
+    (:func:`~nsopt.solvers._dcd_kernels.check_pass`): the dual plane :math:`(a, b)` of
+    :math:`t` (what ``loss.dual_plane(t)`` and :meth:`~nsopt.Certificate.check` compute, its
+    bound :math:`b - \lambda\Omega^*(-a/\lambda)`) and, in the same pass, :math:`J` at the
+    running :math:`w` (the point offered to the loop, which settles it by one oracle call
+    before it reports it); then :math:`w` is reset to :math:`-a/\lambda` (no drift from the
+    incremental updates). A loss whose oracle is overridden (``scores_supported`` False) is
+    valued by an oracle call instead. The gap estimate that decides when to check keeps, per
+    example, its margin :math:`z_i` at its last visit (before its step), and
+    :math:`\hat G = \sum_i c_i l(z_i) - \sum_i c_i \psi(t_i) + \lambda\|w\|^2`
+    (:math:`\psi(t) = -l^*(-yt)`), updated in O(1) per visit; the hinge's examples shrunk at
+    :math:`t_i = 1` enter by their exact loss :math:`\sum c_i - \langle v, w\rangle`
+    (:math:`v = \sum c_i y_i x_i` over them, linear in w), and near the target a shrunk
+    problem's active margins are recomputed (one pass over the active rows). The estimate
+    proves nothing; the check does. Start: :math:`t = 0` (logistic: :math:`10^{-8}`, inside
+    the domain of :math:`\log`); ``x0`` is evaluated (the answer if no later point is better)
+    but does not seed :math:`t`.
 
     **A free intercept** (``fit_intercept=True``, :math:`J(w, b)` with the scores
     :math:`\langle x_i, w\rangle + b`, b not regularized). Minimising over b turns the dual
@@ -629,8 +537,8 @@ class DCD(Solver):
     squared hinge end at :math:`J^* = 0` (w = 0, b = y); the logistic loss has no minimiser
     there (b runs to infinity) and ``ValueError`` says so.
 
-    Cost: O(nnz(X)) per epoch (less with shrinking), O(m) memory beyond the data; no master
-    problem. Certificate source ``"dual-point"``, evidence :class:`~nsopt.certificate.DualPoint`.
+    Cost: O(nnz(X)) per epoch (less with shrinking), O(m + d) memory beyond the data (and a
+    CSR copy of dense data); no master problem; one data pass per check. Certificate source ``"dual-point"``, evidence :class:`~nsopt.certificate.DualPoint`.
     Fast where :math:`\lambda` is large (few epochs); at small :math:`\lambda` the number
     of epochs grows roughly like :math:`1/\lambda` and the cutting-plane methods catch up.
 
@@ -701,7 +609,9 @@ class DCD(Solver):
         evidence: object           # its proof: DualPoint(t) (a copy)
         epochs: int                # passes made
         n_active: int              # examples not shrunk
-        work: "_Work"              # the kernel and its arrays (mutated in place across steps)
+        work: object               # _Plain or _Work: the kernel's arrays (mutated in place)
+        w_best: np.ndarray | None  # without an intercept: the point of the last check, ...
+        fun_best: float            # ... valued by the check's own pass (settled by the loop)
 
     # ------------------------------------------------------------------------------------
     def init(self, problem, x0):
@@ -714,7 +624,9 @@ class DCD(Solver):
         dm = risk.base_loss.data if risk.fit_intercept else loss.data
         # dense rows are copied to CSR once (1.5x their memory): one kernel, no branch per row
         csr = dm.csr if dm.sparse else sp.csr_matrix(np.asarray(dm.X, dtype=np.float64))
-        sq = np.asarray(csr.multiply(csr).sum(axis=1), dtype=np.float64).reshape(-1)
+        if csr.data.dtype != np.float64:
+            csr = csr.astype(np.float64)
+        sq = K.row_norms_sq(csr.indptr, csr.data)
         c, y = loss.c, np.ascontiguousarray(loss.y, dtype=np.float64)
         index = np.flatnonzero(c > 0).astype(np.int64)
         t = np.zeros(m)
@@ -723,36 +635,45 @@ class DCD(Solver):
         seed = (self.random_state * 0x9E3779B97F4A7C15 + 0x2545F4914F6CDD1D) % 2**64
         rng = np.array([seed or 1], dtype=np.uint64)
         w = np.zeros(d)
+        nnz = max(int(csr.indptr[-1]), 1)
         if not risk.fit_intercept:
             if kind == 2:
                 t[index], tc[index] = 1e-8, 1.0 - 1e-8
-            kernel = _epochs
-            args = (kind, csr.indptr, csr.indices, csr.data, y, c * y / lam, c * sq / lam,
-                    t, tc, w, index, shrink)
-            tail = ()
-        else:
-            pos, neg = float(c[y > 0].sum()), float(c[y < 0].sum())
-            if kind == 2 and (pos == 0.0 or neg == 0.0):
-                raise ValueError(
-                    "the logistic loss with fit_intercept=True has no minimiser when every "
-                    "example of positive weight has the same label (the intercept runs to "
-                    f"{'+' if neg == 0.0 else '-'}inf and J to its infimum 0): give examples "
-                    "of both classes, or fit_intercept=False")
-            if kind == 2:  # inside (0, 1) and on the equality: t_i = 1e-8 min(pos, neg) / C_{y_i}
-                t[index] = 1e-8 * min(pos, neg) / np.where(y[index] > 0, pos, neg)
-                tc[index] = 1.0 - t[index]
-            kernel = _pair_epochs
-            args = (kind, csr.indptr, csr.indices, csr.data, y, np.asarray(c, dtype=np.float64),
-                    sq, float(lam), t, tc, w, index, shrink)
-            tail = (np.zeros(m), np.full((2, _N_CANDIDATES), -1, dtype=np.int64),
-                    np.array([np.inf, -np.inf]), np.zeros(d))
-        work = _Work(kernel, args, rng, tail, w, max(int(csr.indptr[-1]), 1), t, tc)
+                w = np.asarray(csr.T @ (c * y * t), dtype=np.float64).reshape(-1) / lam  # w(t)
+            ex = K.pack_examples(y, np.asarray(c, dtype=np.float64), sq, float(lam), t, tc)
+            sums = np.zeros(4)
+            K.resync(kind, ex, sums, w, index, index.size)
+            work = _Plain(kind, csr.indptr, csr.indices, csr.data, ex, w, index, shrink, sums,
+                          np.zeros(d), rng, nnz, float(lam),
+                          np.array([_ESTIMATE_FACTOR, math.inf]),
+                          bool(getattr(loss, "scores_supported", False)))
+            # t = 0 (logistic: 1e-8) proves little: the first bound is the first check's
+            return self.State(w=None, t=ex[:, K.EX_T], lower_bound=-math.inf, evidence=None,
+                              epochs=0, n_active=index.size, work=work, w_best=None,
+                              fun_best=math.inf)
+        pos, neg = float(c[y > 0].sum()), float(c[y < 0].sum())
+        if kind == 2 and (pos == 0.0 or neg == 0.0):
+            raise ValueError(
+                "the logistic loss with fit_intercept=True has no minimiser when every "
+                "example of positive weight has the same label (the intercept runs to "
+                f"{'+' if neg == 0.0 else '-'}inf and J to its infimum 0): give examples "
+                "of both classes, or fit_intercept=False")
+        if kind == 2:  # inside (0, 1) and on the equality: t_i = 1e-8 min(pos, neg) / C_{y_i}
+            t[index] = 1e-8 * min(pos, neg) / np.where(y[index] > 0, pos, neg)
+            tc[index] = 1.0 - t[index]
+        args = (kind, csr.indptr, csr.indices, csr.data, y, np.asarray(c, dtype=np.float64),
+                sq, float(lam), t, tc, w, index, shrink)
+        tail = (np.zeros(m), np.full((2, _N_CANDIDATES), -1, dtype=np.int64),
+                np.array([np.inf, -np.inf]), np.zeros(d))
+        work = _Work(_pair_epochs, args, rng, tail, w, nnz, t, tc)
         empty = self.State(w=None, t=t, lower_bound=-math.inf, evidence=None, epochs=0,
-                           n_active=index.size, work=work)
+                           n_active=index.size, work=work, w_best=None, fun_best=math.inf)
         return self._check(problem, empty, evaluate=False)
 
     def step(self, problem, s):
         wk = s.work
+        if isinstance(wk, _Plain):
+            return self._step_plain(problem, s)
         if self.check_every is not None:
             n_active, _ = wk.kernel(*wk.args, self.check_every, wk.rng, *wk.tail)
             n = self.check_every
@@ -764,29 +685,73 @@ class DCD(Solver):
                 n += 1
         return self._check(problem, s._replace(epochs=s.epochs + n, n_active=int(n_active)))
 
+    def _step_plain(self, problem, s):
+        """Epochs until the gap estimate says a check may succeed (or ``check_every`` epochs),
+        then the check: one fused pass."""
+        pk = s.work
+        if self.check_every is not None:
+            max_epochs, max_work, rel, abs_ = self.check_every, _NO_CAP, -math.inf, -math.inf
+        elif pk.nnz < _ESTIMATE_MIN_NNZ:  # small: a check costs its Python overhead, not a pass
+            max_epochs, max_work, rel, abs_ = _NO_CAP, 3 * pk.nnz, -math.inf, -math.inf
+        else:
+            f = float(pk.adapt[0])
+            max_epochs, max_work = _NO_CAP, _CHECK_PERIOD * pk.nnz
+            rel, abs_ = f * self.rtol, f * self.atol
+        n, n_active, _, estimate = K.epochs(
+            pk.kind, pk.indptr, pk.indices, pk.data, pk.ex, pk.w, pk.index, pk.shrink, pk.sums,
+            pk.v, pk.lam, pk.rng, max_epochs, max_work, rel, abs_, _PREFETCH)
+        s = self._check_plain(problem, s._replace(epochs=s.epochs + int(n),
+                                                  n_active=int(n_active)))
+        pk.adapt[1] = min(pk.adapt[1], s.fun_best)
+        if rel > -math.inf:
+            best = float(pk.adapt[1])   # the loop's view: the best value, the best bound
+            triggered = abs(estimate) <= max(abs_, rel * abs(best))
+            if triggered and best - s.lower_bound > max(self.atol, self.rtol * abs(best)):
+                # the estimate was optimistic: ask more of it before the next check
+                pk.adapt[0] = max(pk.adapt[0] * _ESTIMATE_BACKOFF, _ESTIMATE_FACTOR_MIN)
+        return s
+
+    def _check_plain(self, problem, s):
+        r"""The exact check without an intercept, in one pass over the rows: the dual plane of
+        ``t`` (clipped into its box: a copy, the evidence's own), its bound
+        :math:`b - \lambda\Omega^*(-a/\lambda)`, and :math:`J` at the running ``w``
+        (the epochs' :math:`w(t)` up to rounding: any point is a valid upper bound); then
+        ``w`` is reset to :math:`-a/\lambda` (no drift carried on)."""
+        pk, lam = s.work, problem.lam
+        t = np.empty(pk.ex.shape[0])
+        a = np.empty(pk.w.size)
+        b, risk = K.check_pass(pk.kind, pk.indptr, pk.indices, pk.data, pk.ex, pk.w, a, t)
+        x = pk.w.copy()
+        lower = float(b) - scaled_conjugate(problem.reg, a, lam)
+        np.multiply(a, -1.0 / lam, out=pk.w)
+        K.resync(pk.kind, pk.ex, pk.sums, pk.w, pk.index, int(pk.shrink[0]))
+        if pk.own_value:
+            fun = float(risk) + lam * float(problem.reg.value(x))
+            s = s._replace(w=x, w_best=x, fun_best=fun)
+        else:  # a loss that overrides its oracle: valued by the oracle, not by the kernel's phi
+            fun = float(problem.evaluate(x).fun)
+            s = s._replace(w=x, w_best=None, fun_best=fun)
+        if lower >= s.lower_bound:
+            return s._replace(lower_bound=lower, evidence=DualPoint(t, plane=(a, float(b))))
+        return s
+
     def _check(self, problem, s, evaluate=True):
-        """The bound of ``t`` made exactly feasible, ``w(t)`` reset from it and valued (with an
-        intercept: the best intercept for that ``w``)."""
+        """With an intercept: the bound of ``t`` made exactly feasible, ``w(t)`` reset from it
+        and valued with the best intercept for that ``w``."""
         loss, lam = problem.loss, problem.lam
-        fit_intercept = problem.problem.fit_intercept
         wk = s.work
         t = np.clip(s.t, 0.0, loss.dual_upper)             # a copy: the evidence's own
-        if fit_intercept:
-            _balance(t, loss.c, loss.y)
-            # the running point takes the repair too (it moves by rounding only)
-            np.add(wk.tc, s.t - t, out=wk.tc)
-            s.t[:] = t
+        _balance(t, loss.c, loss.y)
+        # the running point takes the repair too (it moves by rounding only)
+        np.add(wk.tc, s.t - t, out=wk.tc)
+        s.t[:] = t
         a, b = loss.dual_plane(t)
-        lower = b - scaled_conjugate(problem.reg, a, lam)  # with an intercept: - B |a_b|
+        lower = b - scaled_conjugate(problem.reg, a, lam)  # - B |a_b|
         w_run = wk.w
         np.multiply(a[:w_run.size], -1.0 / lam, out=w_run)  # w(t), without the epochs' drift
-        x = w_run.copy()
-        if fit_intercept:
-            x, scores = _with_best_intercept(problem, x)
-            if evaluate:
-                problem.evaluate(x, scores=scores)       # the loop keeps the best value
-        elif evaluate:
-            problem.evaluate(x)
+        x, scores = _with_best_intercept(problem, w_run.copy())
+        if evaluate:
+            problem.evaluate(x, scores=scores)       # the loop keeps the best value
         if lower >= s.lower_bound:
             return s._replace(w=x, lower_bound=float(lower),
                               evidence=DualPoint(t, plane=(a, float(b))))
