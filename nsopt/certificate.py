@@ -988,7 +988,7 @@ class L1DualCertifier:
         self._expected = 0.0 if clock == "time" else self._first_estimate()  # next call's work
 
     def _first_estimate(self) -> float:
-        """The first call's work in data passes, before any is measured: ``t(w)`` and a plane
+        r"""The first call's work in data passes, before any is measured: ``t(w)`` and a plane
         per round, a Gram matrix over at most every column (:math:`\sum_i n_i^2` flops over a
         pass's :math:`2\,\mathrm{nnz}(X)`) per round, and the scaling's conjugates (12)."""
         data = getattr(self.problem.loss, "data", None)

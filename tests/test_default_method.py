@@ -120,6 +120,17 @@ def test_options_only_ls_bmrm_takes_keep_ls_bmrm(data):
     assert nsopt.minimize(J, max_iter=2, random_state=3).method == "dcd"
 
 
+def test_an_option_named_as_none_counts(data):
+    """``minimize`` hands every named option to the method, None included, and a method refuses
+    names it does not know: ``remove_inactive=None`` (BMRM's "keep every plane") must steer the
+    default away from dcd, as ``methods_supporting`` says (it listed dcd, and minimize raised)."""
+    X, y = data
+    J = nsopt.RegularizedRisk(Hinge(X, y), L2(), lam_at(X, 0.1 * mz.DCD_MAX_CONDITIONING))
+    assert "dcd" not in methods_supporting(J, remove_inactive=None)
+    assert "ls-bmrm" in methods_supporting(J, remove_inactive=None)
+    assert nsopt.minimize(J, max_iter=2, remove_inactive=None).method == "ls-bmrm"
+
+
 def test_plain_function_default_unchanged():
     res = nsopt.minimize(lambda x: (abs(x).sum(), np.sign(x)), np.ones(3), jac=True,
                          radius=10.0)
