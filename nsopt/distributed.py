@@ -653,7 +653,14 @@ class ShardedLoss(Oracle):
         How exact line searches find their breakpoint (:func:`_select_minimize`).
     line_pivots, jump_pivots, line_samples : int
         Pivots per round of that search (with true derivatives; with derivatives read from
-        jump sums, piecewise-linear losses), and breakpoints each shard samples per gap.
+        jump sums, piecewise-linear losses and squared hinge), and breakpoints each shard
+        samples per gap.
+    curvature_search : bool
+        Squared hinge: derivatives from the curvature's jump sums; logistic: Newton's method
+        (:func:`_newton_minimize`). False: true derivatives only (the searches before).
+    reduction : {"parallel", "ordered"}
+        How loss values are summed over the shards (``"ordered"``: bitwise the one-machine
+        sum, P - 1 more round trips per value).
     """
 
     lower_bound = 0.0
@@ -667,6 +674,10 @@ class ShardedLoss(Oracle):
     line_samples = 8
     #: pivots per round when the shards read derivatives from jump sums (piecewise linear)
     jump_pivots = 7
+    #: the exact line search of squared hinge shards reads derivatives from the jump sums of
+    #: the curvature, that of logistic shards runs Newton's method on (phi', phi'') summed
+    #: over the shards; False: the searches with true derivatives only (for comparison)
+    curvature_search = True
 
     def __init__(self, client, shards: Sequence[_Shard], dim: int, kind: type, *,
                  owns_client: bool = False):
@@ -1104,7 +1115,7 @@ def _select_minimize(line, lines, sharded: ShardedLine, lo, hi):
     lo, hi = float(lo), float(hi)
     if lo == hi:
         return lo
-    if sharded.newton:
+    if sharded.newton and loss.curvature_search:
         eta = _newton_minimize(lines, sharded, lo, hi)
         if eta is not None:
             return eta
@@ -1156,7 +1167,8 @@ def _select_minimize(line, lines, sharded: ShardedLine, lo, hi):
     first = (dict(memo), found)
     bracket = None
     fast = ("line_select_jumps" if sharded.piecewise_linear
-            else "line_select_quad" if sharded.quadratic_jumps else None)
+            else "line_select_quad" if sharded.quadratic_jumps and loss.curvature_search
+            else None)
     if fast is not None:
         found = dict(memo)
         bracket = search(fast, int(loss.jump_pivots), [lo], *first, lo, hi)
