@@ -231,7 +231,8 @@ def test_selection_moves_less_than_gathering(client):
 
 
 @pytest.mark.parametrize("n_shards", [2, 3])
-@pytest.mark.parametrize("loss_cls", [nsopt.losses.Hinge, nsopt.losses.SquaredHinge])
+@pytest.mark.parametrize("loss_cls", [nsopt.losses.Hinge, nsopt.losses.SquaredHinge,
+                                      nsopt.losses.Logistic])
 def test_ls_bmrm_iterates_equal_one_machine(client, a9a_like, loss_cls, n_shards):
     J, Js = _problems(a9a_like, client, loss_cls, n_shards=n_shards)
     ref = nsopt.minimize(J, method="ls-bmrm", rtol=0.0, max_iter=25, inner_rtol=0.0)
