@@ -19,7 +19,18 @@ gathers :math:`P` pairs ``(R_k(w), a_k)``; the driver adds them **in shard order
 result, and hence every iterate, is deterministic. A line keeps :math:`Xw` and :math:`Xp` of
 each shard on its worker; each value or derivative of the line moves one float per shard,
 and its exact minimiser is found by a distributed selection over the kinks each shard keeps
-sorted (:func:`_select_minimize`: O(1) numbers per shard per round, never the kinks).
+sorted (:func:`_select_minimize`: O(1) numbers per shard per round, never the kinks; a
+shard of a hinge-type or squared hinge loss answers its derivatives at the pivots from
+running sums of the jumps of its line's first or second derivative), or, for the smooth
+logistic loss, by Newton's method on :math:`(\varphi', \varphi'')` summed over the shards
+(:func:`_newton_minimize`: two floats per shard per step).
+
+Summation order. The one-machine kernels sum the loss over all examples in one running sum;
+the shards' partial sums added in shard order round differently (1e-16 relative, up to
+1e-12 for many equal terms). With ``ShardedLoss.reduction = "ordered"`` each shard continues
+the running sum of the shards before it, and the loss values are bitwise the one-machine
+ones (P - 1 more round trips of one float per value): what reproduces a one-machine run's
+iterates to 1e-10 where the path amplifies rounding (ls-bmrm on a9a).
 
 :class:`ShardedLoss` is an :class:`~nsopt.Oracle` (a loss); :func:`shard` and
 :func:`load_svmlight` wrap it in an unchanged :class:`~nsopt.RegularizedRisk`, so every solver
