@@ -20,7 +20,7 @@ m = 2e6 scaled down 5x for a shared 2-core machine, ``--m`` to change it), this 
   against ``check`` with the query points it was formed from (time, bytes back).
 
 Usage: ``python benchmarks/distributed.py [--m 400000] [--iters 20] [--skip-a9a]
-[--only-traffic]``.
+[--only-traffic] [--only-curvature]``.
 """
 from __future__ import annotations
 
@@ -215,12 +215,18 @@ def main(argv=None):
     ap.add_argument("--only-traffic", action="store_true",
                     help="only ls-bmrm's traffic and the certificate's cost (and the a9a "
                          "oracle table)")
+    ap.add_argument("--only-curvature", action="store_true",
+                    help="only ls-bmrm's line searches with squared hinge and logistic losses "
+                         "and the hinge's reductions (a9a)")
     ap.add_argument("--certify", action="store_true",
                     help="also run the synthetic problem to a certified 1e-3 (2 workers)")
     args = ap.parse_args(argv)
 
     if not args.skip_a9a and nsopt.io.find_data_dir() is not None:
         X, y = nsopt.io.load_dataset("a9a")[:2]
+        if args.only_curvature:
+            curvature_table(X.tocsr(), y, args.iters)
+            return
         J = nsopt.RegularizedRisk(nsopt.losses.Hinge(X.tocsr(), y), nsopt.regularizers.L2(), 1e-4)
         oracle_table("a9a (m=32561, d=123, hinge)", lambda c, n: nd.shard(J, n, client=c), J,
                      args.reps)

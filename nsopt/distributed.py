@@ -1213,9 +1213,10 @@ def _newton_minimize(lines, sharded: ShardedLine, lo: float, hi: float,
     (two floats, :meth:`_ShardActor.line_newton`), added in shard order. The driver keeps a
     bracket :math:`a < \eta^* \le b` (:math:`\varphi'(a) < 0 \le \varphi'(b)`, :math:`b`
     possibly ``hi = inf``), takes the Newton step :math:`\eta - \varphi'/\varphi''` when it
-    falls inside, else the bracket's midpoint (or, with :math:`b = \infty`, twice the distance
-    from ``lo``), and stops when a step moves :math:`\eta` by at most 4 ulps, or the bracket
-    is that narrow: the root of the continuous, increasing :math:`\varphi'` to the precision
+    falls inside, else Newton's step from :math:`a` (:math:`\varphi'` is concave past an
+    inflection: a step from the right may overshoot), else the bracket's secant, else its
+    midpoint (or, with :math:`b = \infty`, twice the distance from ``lo``), and stops when
+    the next step would move :math:`\eta` by at most 4 ulps, or the bracket is that narrow: the root of the continuous, increasing :math:`\varphi'` to the precision
     of the one-machine search (Brent's method to ``rtol = 4 eps``), in about 5-8 round trips
     instead of Brent's and its bracketing doubling's one per derivative."""
     affine = []
@@ -1242,19 +1243,25 @@ def _newton_minimize(lines, sharded: ShardedLine, lo: float, hi: float,
         return float(lo)
     if not (math.isfinite(d) and math.isfinite(dd)):
         return None
-    a, b, eta = float(lo), float(hi), float(lo)
+    a, da, dda = float(lo), d, dd   # phi'(a) < 0
+    b, db = float(hi), None         # phi'(b) >= 0 once evaluated (hi = inf: not yet)
     if math.isfinite(hi):
-        d_hi, _ = both(hi)
-        if d_hi < 0:
+        db, _ = both(hi)
+        if db < 0:
             return float(hi)
+    eta = a
     for _ in range(max_rounds):
         step = -d / dd if dd > 0 else math.inf
+        if abs(step) <= 4 * eps * abs(eta):  # converged: the next step is below 4 ulps
+            return float(eta)
         new = eta + step
-        if not (a < new < b):
-            new = (0.5 * (a + b) if math.isfinite(b)
-                   else lo + 2.0 * max(eta - lo, abs(lo), 1.0))
-        if new == eta or abs(new - eta) <= 4 * eps * abs(new):
-            return float(new)
+        if not a < new < b and dda > 0:  # Newton from the left end (phi' < 0 there)
+            new = a - da / dda
+        if not a < new < b:
+            if db is not None and math.isfinite(b):  # the secant of the bracket
+                new = a - da * (b - a) / (db - da)
+            if not a < new < b:
+                new = 0.5 * (a + b) if math.isfinite(b) else lo + 2.0 * max(a - lo, abs(lo), 1.0)
         eta = new
         d, dd = both(eta)
         if not (math.isfinite(d) and math.isfinite(dd)):
@@ -1262,9 +1269,9 @@ def _newton_minimize(lines, sharded: ShardedLine, lo: float, hi: float,
         if d == 0:
             return float(eta)
         if d < 0:
-            a = eta
+            a, da, dda = eta, d, dd
         else:
-            b = eta
+            b, db = eta, d
         if math.isfinite(b) and b - a <= 4 * eps * max(abs(a), abs(b)):
             return float(b)
     return None
