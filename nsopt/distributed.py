@@ -398,7 +398,8 @@ class _ShardActor:
                 bool(getattr(line, "affine_between_breakpoints", False)),
                 type(line).jumps is not LineFunction.jumps
                 and bool(getattr(self.loss, "piecewise_linear", False)),
-                _curvature(line) == "squared-hinge", _curvature(line) == "logistic")
+                _curvature(line) == "squared-hinge", _curvature(line) == "logistic",
+                self.line_chainable(key))
 
     def _quad(self, key):
         r"""The squared hinge line's sorted kinks with the running sums of the jumps of
@@ -968,7 +969,6 @@ class ShardedLine(LineFunction):
         # the driver keeps w and p only to reopen the line on a rebuilt shard
         self.w, self.p = np.array(w, dtype=np.float64), np.array(p, dtype=np.float64)
         self._bps = None
-        self._chainable = None  # the shards' lines continue sums (reduction "ordered")
         # lines the driver dropped are closed on the workers with the next opening (no
         # finalizer: one could run on the client's event-loop thread and block it)
         live = set(loss._open_lines.keys())
@@ -985,15 +985,14 @@ class ShardedLine(LineFunction):
         self.quadratic_jumps = all(f[3] for f in facts)
         #: logistic: Newton's method on (phi', phi'') summed over the shards
         self.newton = all(f[4] for f in facts)
+        #: the shards' line values continue a running sum (reduction "ordered")
+        self._chainable = all(f[5] for f in facts)
 
     def value(self, eta):
         loss = self.loss
-        if loss._ordered():
-            if self._chainable is None:
-                self._chainable = all(loss._map("line_chainable", self.key))
-            if self._chainable:
-                first = loss._map("line_value", self.key, float(eta), only=0)[0]
-                return loss._chain(first, "line_value_from", self.key, float(eta))
+        if loss._ordered() and self._chainable:
+            first = loss._map("line_value", self.key, float(eta), only=0)[0]
+            return loss._chain(first, "line_value_from", self.key, float(eta))
         return _ordered_sum(loss._map("line_value", self.key, float(eta)))
 
     def derivative(self, eta, side=1):
