@@ -171,3 +171,27 @@ def test_curvature_search_saves_round_trips(loss_cls):
     assert counts[True][0] < counts[False][0]
     k = Js.loss.jump_pivots
     assert counts[True][1] <= counts[True][0] * 3 * 8 * (2 * k + (k + 1) * (Js.loss.line_samples + 1))
+
+
+@pytest.mark.parametrize("loss_cls", [nsopt.losses.Hinge, nsopt.losses.Logistic,
+                                      nsopt.losses.LeastAbsoluteDeviation])
+def test_ordered_chain_gives_the_one_machine_sum_also_after_a_rebuild(loss_cls):
+    """reduction="ordered": the value is the one-machine kernel's to the last bit for any
+    split; a shard that lost its kept scores (rebuilt from its source) computes them again
+    from w and continues the same sum."""
+    rng = np.random.default_rng(7)
+    m, d = 500, 6
+    X = rng.normal(size=(m, d))
+    y = np.where(rng.random(m) < 0.3, 1.0, -1.0)
+    if loss_cls is nsopt.losses.LeastAbsoluteDeviation:
+        y = X @ rng.normal(size=d)
+    J = nsopt.RegularizedRisk(loss_cls(X, y), lam=1e-2)
+    Js = _local_sharded(J, [97, 250, 251, 400])
+    Js.loss.reduction = "ordered"
+    for w in (np.zeros(d), rng.normal(size=d)):
+        assert Js.value_and_subgradient(w)[0] == J.value_and_subgradient(w)[0]
+        assert Js.value(w) == J.value(w)
+        first = Js.loss._map("value_and_subgradient_keep", w)[0][0]
+        del Js.loss._shards[2].actor._actor._kept  # as on a rebuilt shard
+        Js.loss._chain_w = w
+        assert Js.loss._chain(first, "chain") == J.loss.value(w)
