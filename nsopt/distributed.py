@@ -686,10 +686,6 @@ class ShardedLoss(Oracle):
     line_samples = 8
     #: pivots per round when the shards read derivatives from jump sums (piecewise linear)
     jump_pivots = 7
-    #: the exact line search of squared hinge shards reads derivatives from the jump sums of
-    #: the curvature, that of logistic shards runs Newton's method on (phi', phi'') summed
-    #: over the shards; False: the searches with true derivatives only (for comparison)
-    curvature_search = True
 
     def __init__(self, client, shards: Sequence[_Shard], dim: int, kind: type, *,
                  owns_client: bool = False):
@@ -721,6 +717,7 @@ class ShardedLoss(Oracle):
         self._dual_upper = getattr(kind, "dual_upper", None)
         self._dead_duals = []  # tokens of dual points the driver let go (dropped lazily)
         self._reduction = "parallel"
+        self._curvature_search = True
         self._chainable = None  # every shard's sums can be continued (asked on first use)
         self._chain_w = None
 
@@ -821,6 +818,21 @@ class ShardedLoss(Oracle):
                 s.actor.open_line(key, line.w, line.p).result()
             self._n_rebuilds += 1
         return True
+
+    @property
+    def curvature_search(self) -> bool:
+        r"""The exact line search of squared hinge shards reads derivatives from the jump sums
+        of the curvature, that of logistic shards runs Newton's method on
+        :math:`(\varphi', \varphi'')` summed over the shards (default True); False: the
+        searches with true derivatives only (for comparison). A property, like
+        :attr:`line_search`: a setting, not part of the problem's fingerprint."""
+        return self._curvature_search
+
+    @curvature_search.setter
+    def curvature_search(self, value: bool) -> None:
+        if not isinstance(value, (bool, np.bool_)):
+            raise TypeError(f"curvature_search must be True or False, got {value!r}")
+        self._curvature_search = bool(value)
 
     # --- the ordered reduction ------------------------------------------------------------
     @property
