@@ -981,6 +981,7 @@ class ShardedLine(LineFunction):
         # the driver keeps w and p only to reopen the line on a rebuilt shard
         self.w, self.p = np.array(w, dtype=np.float64), np.array(p, dtype=np.float64)
         self._bps = None
+        self._last_value = None  # ((eta, ordered), value) of the last value asked
         # lines the driver dropped are closed on the workers with the next opening (no
         # finalizer: one could run on the client's event-loop thread and block it)
         live = set(loss._open_lines.keys())
@@ -1001,11 +1002,20 @@ class ShardedLine(LineFunction):
         self._chainable = all(f[5] for f in facts)
 
     def value(self, eta):
-        loss = self.loss
-        if loss._ordered() and self._chainable:
-            first = loss._map("line_value", self.key, float(eta), only=0)[0]
-            return loss._chain(first, "line_value_from", self.key, float(eta))
-        return _ordered_sum(loss._map("line_value", self.key, float(eta)))
+        r""":math:`\varphi(\eta)`; the last value is remembered (a caller asking twice at the
+        same step, as ls-bmrm after ``exact_line_search`` does, pays one round trip)."""
+        loss, eta = self.loss, float(eta)
+        ordered = loss._ordered() and self._chainable
+        key = (eta, ordered)
+        if self._last_value is not None and self._last_value[0] == key:
+            return self._last_value[1]
+        if ordered:
+            first = loss._map("line_value", self.key, eta, only=0)[0]
+            out = loss._chain(first, "line_value_from", self.key, eta)
+        else:
+            out = _ordered_sum(loss._map("line_value", self.key, eta))
+        self._last_value = (key, out)
+        return out
 
     def derivative(self, eta, side=1):
         if side not in (1, -1):
