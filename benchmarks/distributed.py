@@ -13,11 +13,14 @@ m = 2e6 scaled down 5x for a shared 2-core machine, ``--m`` to change it), this 
 * ls-bmrm's traffic per iteration (round trips, bytes out and in: ``ShardedLoss.traffic``)
   with the breakpoint search on the shards (``line_search="select"``, the default) and with
   every breakpoint gathered to the driver (``"gather"``, the search before), 2 workers;
+* ls-bmrm's traffic per iteration on a9a with squared hinge and logistic losses, the line
+  search with the curvature on the shards vs true derivatives only, and with the hinge, the
+  ordered reduction (values bitwise those of one machine) vs the parallel one;
 * the certificate: forming the sharded dual point at the end of a run, and ``check`` with it
   against ``check`` with the query points it was formed from (time, bytes back).
 
 Usage: ``python benchmarks/distributed.py [--m 400000] [--iters 20] [--skip-a9a]
-[--only-traffic]``.
+[--only-traffic] [--only-curvature]``.
 """
 from __future__ import annotations
 
@@ -168,6 +171,40 @@ def traffic_table(name, make_problem, iters, n_shards=(2, 4)):
         client.cluster.close()
 
 
+def curvature_table(X, y, iters, n_shards=2):
+    """ls-bmrm's traffic per iteration on a9a with squared hinge and logistic losses: the exact
+    line search with the curvature on the shards (jump sums of phi'' for squared hinge,
+    Newton on (phi', phi'') for logistic) vs true derivatives only (the search before); and
+    the hinge with the ordered reduction (bitwise one-machine values) vs the parallel one."""
+    print(f"\na9a: ls-bmrm per iteration ({iters} iterations, rtol=0, inner_rtol=0, "
+          f"{n_shards} shards, 2 workers)")
+    client = _client(2)
+    try:
+        cases = [(nsopt.losses.SquaredHinge, "curvature_search", (False, True)),
+                 (nsopt.losses.Logistic, "curvature_search", (False, True)),
+                 (nsopt.losses.Hinge, "reduction", ("parallel", "ordered"))]
+        for cls, knob, values in cases:
+            J = nsopt.RegularizedRisk(cls(X, y), nsopt.regularizers.L2(), 1e-4)
+            Js = nd.shard(J, n_shards, client=client)
+            loss = Js.loss
+            for value in values:
+                setattr(loss, knob, value)
+                nsopt.minimize(Js, method="ls-bmrm", rtol=0.0, max_iter=2)  # warm
+                before = loss.traffic
+                t = time.perf_counter()
+                res = nsopt.minimize(Js, method="ls-bmrm", rtol=0.0, max_iter=iters,
+                                     inner_rtol=0.0)
+                sec = (time.perf_counter() - t) / max(res.nit, 1)
+                d = {k: (loss.traffic[k] - before[k]) / max(res.nit, 1) for k in before}
+                print(f"  {cls.__name__:12s} {knob}={value!s:8s}: {d['calls']:6.1f} round trips,"
+                      f" out {d['bytes_out'] / 1e3:7.1f} kB, in {d['bytes_in'] / 1e3:7.1f} kB,"
+                      f" {1e3 * sec:7.1f} ms/iter")
+            loss.close()
+    finally:
+        client.close()
+        client.cluster.close()
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--m", type=int, default=400_000)
@@ -178,16 +215,23 @@ def main(argv=None):
     ap.add_argument("--only-traffic", action="store_true",
                     help="only ls-bmrm's traffic and the certificate's cost (and the a9a "
                          "oracle table)")
+    ap.add_argument("--only-curvature", action="store_true",
+                    help="only ls-bmrm's line searches with squared hinge and logistic losses "
+                         "and the hinge's reductions (a9a)")
     ap.add_argument("--certify", action="store_true",
                     help="also run the synthetic problem to a certified 1e-3 (2 workers)")
     args = ap.parse_args(argv)
 
     if not args.skip_a9a and nsopt.io.find_data_dir() is not None:
         X, y = nsopt.io.load_dataset("a9a")[:2]
+        if args.only_curvature:
+            curvature_table(X.tocsr(), y, args.iters)
+            return
         J = nsopt.RegularizedRisk(nsopt.losses.Hinge(X.tocsr(), y), nsopt.regularizers.L2(), 1e-4)
         oracle_table("a9a (m=32561, d=123, hinge)", lambda c, n: nd.shard(J, n, client=c), J,
                      args.reps)
         traffic_table("a9a", lambda c, n: nd.shard(J, n, client=c), args.iters)
+        curvature_table(X.tocsr(), y, args.iters)
         if not args.only_traffic:
             iteration_table("a9a", lambda c, n: nd.shard(J, n, client=c), args.iters, False)
 

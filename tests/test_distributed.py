@@ -266,17 +266,84 @@ def test_arguments_are_checked(client, data):
         nd.load_svmlight(["x.svm"], loss=nsopt.losses.MulticlassHinge, client=client)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("n_shards", [2, 4, 8])
-def test_a9a_iterates_equal_one_machine(client, a9a, n_shards):
+# the cutting-plane methods with the master solved to rounding: their paths are stable under
+# rounding (ls-bmrm, which also needs the ordered reduction on a9a, is tested with both
+# breakpoint searches in test_distributed_evidence.py)
+A9A_METHODS = [("bmrm", dict(inner_rtol=0.0)), ("proximal-bundle", {}),
+               ("kbundle", dict(inner_rtol=0.0))]
+
+
+@pytest.fixture(scope="module")
+def a9a_runs(a9a):
     X, y = a9a
     J = nsopt.RegularizedRisk(nsopt.losses.Hinge(X, y), nsopt.regularizers.L2(), 1e-4)
+    refs = {m: nsopt.minimize(J, method=m, rtol=0.0, max_iter=30, **o) for m, o in A9A_METHODS}
+    return J, refs
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n_shards", [2, 4, 8])
+def test_a9a_iterates_equal_one_machine(client, a9a_runs, n_shards):
+    """a9a in 2, 4, 8 shards, values summed in the one-machine order: every iterate's value
+    and the last point equal the one-machine run's to 1e-10 relative."""
+    J, refs = a9a_runs
     Js = nd.shard(J, n_shards=n_shards, client=client)
-    for method, options in [("bmrm", dict(inner_rtol=0.0)), ("proximal-bundle", {})]:
-        ref = nsopt.minimize(J, method=method, rtol=0.0, max_iter=30, **options)
+    Js.loss.reduction = "ordered"
+    for method, options in A9A_METHODS:
+        ref = refs[method]
         res = nsopt.minimize(Js, method=method, rtol=0.0, max_iter=30, **options)
+        assert res.nit == ref.nit, method
+        assert _rel(np.asarray(res.history["fun"]), np.asarray(ref.history["fun"])) <= 1e-10
         assert _rel(res.x, ref.x) <= 1e-10, method
-        res.certificate.check(Js)
+        assert res.certificate.check(Js) <= res.fun
+
+
+@pytest.mark.parametrize("loss_cls", LOSSES)
+def test_ordered_reduction_gives_the_one_machine_values_bitwise(client, data, loss_cls):
+    """With reduction="ordered" each shard continues the running sum of the shards before it,
+    so the loss value (oracle, value-and-subgradient, line) is the one-machine kernel's to
+    the last bit, at w = 0 (m equal terms: the sum's rounding is largest) and elsewhere; the
+    parallel sum is not, at w = 0."""
+    J = _risk(loss_cls, data)
+    Js = nd.shard(J, n_shards=3, client=client)
+    rng = np.random.default_rng(5)
+    points = [np.zeros(J.dim), rng.normal(size=J.dim), 0.1 * rng.normal(size=J.dim)]
+    Js.loss.reduction = "ordered"
+    for w in points:
+        assert Js.value(w) == J.value(w)
+        f, g = Js.value_and_subgradient(w)
+        f1, g1 = J.value_and_subgradient(w)
+        assert f == f1 and _rel(g, g1) <= 1e-13
+        p = rng.normal(size=J.dim)
+        line, lines = J.restrict(w, p), Js.restrict(w, p)
+        for eta in (0.0, 0.37, 1.5):
+            assert lines.value(eta) == line.value(eta)
+    # P - 1 more round trips per value, one float each way
+    before = Js.loss.traffic
+    Js.value(points[1])
+    assert Js.loss.traffic["calls"] - before["calls"] == 3
+    Js.loss.reduction = "parallel"
+    before = Js.loss.traffic
+    Js.value(points[1])
+    assert Js.loss.traffic["calls"] - before["calls"] == 1
+    with pytest.raises(ValueError, match="reduction must be 'parallel' or 'ordered'"):
+        Js.loss.reduction = "tree"
+
+
+def test_ordered_sum_of_many_equal_terms_differs_from_the_parallel_one(client):
+    """The case that moved ls-bmrm's a9a path: at w = 0 the hinge's m terms are all 1/m; the
+    one-machine running sum and the sum of shard sums round differently (checked here, on a
+    size where they do), the ordered sum does not."""
+    m = 32561
+    X = np.zeros((m, 1))
+    X[:, 0] = 1.0
+    y = np.where(np.arange(m) % 4 == 0, 1.0, -1.0)
+    J = nsopt.RegularizedRisk(nsopt.losses.Hinge(X, y), lam=1e-2)
+    Js = nd.shard(J, n_shards=2, client=client)
+    w = np.zeros(1)
+    assert Js.value(w) != J.value(w)  # the shards' partial sums round otherwise
+    Js.loss.reduction = "ordered"
+    assert Js.value(w) == J.value(w)
 
 
 @pytest.mark.parametrize("loss_cls", [nsopt.losses.MulticlassHinge, nsopt.losses.Softmax])

@@ -116,3 +116,82 @@ def test_line_search_option_is_checked():
     with pytest.raises(ValueError, match="line_search must be 'select' or 'gather'"):
         Js.loss.line_search = "bisect"
     assert isinstance(Js.loss, nd.ShardedLoss)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.integers(1, 3), st.sampled_from([0.0, 0.2, -0.5]))
+def test_squared_hinge_jump_sums_give_the_true_derivatives(seed, n_cuts, origin):
+    """A squared hinge shard's derivative read from the curvature's running sums equals its
+    true derivative (the kernel's, a pass over the line) at any pivot, to rounding."""
+    rng = np.random.default_rng(seed)
+    m, d = 60, 4
+    X = rng.normal(size=(m, d))
+    y = np.where(rng.random(m) < 0.5, 1.0, -1.0)
+    J = nsopt.RegularizedRisk(nsopt.losses.SquaredHinge(X, y), lam=1e-2)
+    Js = _local_sharded(J, sorted(rng.choice(np.arange(1, m), n_cuts, replace=False)))
+    w, p = rng.normal(size=d), rng.normal(size=d)
+    line = Js.restrict(w, p).sharded  # the loss's line (the risk's adds the regularizer's)
+    assert line.quadratic_jumps and not line.piecewise_linear and not line.newton
+    pivots = sorted(origin + np.abs(rng.normal(size=5)) * 2)
+    for s in Js.loss._shards:
+        actor = s.actor._actor
+        ders, gaps = actor.line_select_quad(line.key, pivots, origin, math.inf, 4, origin)
+        true = actor._lines[line.key][0]
+        scale = 1e-12 * (1 + float(np.sum(np.abs(actor.loss.c * true.q *
+                                                  (np.abs(true.f) + 10 * np.abs(true.q) + 1)))))
+        for v, (right, left) in zip(pivots, ders):
+            assert right == left
+            assert abs(right - true.derivative(v, 1)) <= scale
+        assert len(gaps) == len(pivots) + 1
+
+
+@pytest.mark.parametrize("loss_cls", [nsopt.losses.SquaredHinge, nsopt.losses.Logistic])
+def test_curvature_search_saves_round_trips(loss_cls):
+    """Squared hinge (jump sums of phi'') and logistic (Newton on (phi', phi'')): the same step
+    as the one-machine search and as the search with true derivatives only, in fewer round
+    trips, each moving O(1) numbers per shard whatever the shard's size."""
+    rng = np.random.default_rng(3)
+    m, d = 20000, 10
+    X = rng.normal(size=(m, d))
+    y = np.where(X[:, 0] + 0.5 * rng.normal(size=m) > 0, 1.0, -1.0)
+    J = nsopt.RegularizedRisk(loss_cls(X, y), lam=1e-3)
+    Js = _local_sharded(J, [m // 3, 2 * m // 3])
+    w = 0.1 * rng.normal(size=d)
+    p = -J.subgradient(w)
+    expected = J.restrict(w, p).minimize()
+    counts = {}
+    for fast in (False, True):
+        Js.loss.curvature_search = fast
+        line = Js.restrict(w, p)
+        before = Js.loss.traffic
+        eta = line.minimize()
+        assert eta == pytest.approx(expected, rel=1e-10, abs=1e-14)
+        calls = Js.loss.traffic["calls"] - before["calls"]
+        counts[fast] = (calls, Js.loss.traffic["bytes_in"] - before["bytes_in"])
+    assert counts[True][0] < counts[False][0]
+    k = Js.loss.jump_pivots
+    assert counts[True][1] <= counts[True][0] * 3 * 8 * (2 * k + (k + 1) * (Js.loss.line_samples + 1))
+
+
+@pytest.mark.parametrize("loss_cls", [nsopt.losses.Hinge, nsopt.losses.Logistic,
+                                      nsopt.losses.LeastAbsoluteDeviation])
+def test_ordered_chain_gives_the_one_machine_sum_also_after_a_rebuild(loss_cls):
+    """reduction="ordered": the value is the one-machine kernel's to the last bit for any
+    split; a shard that lost its kept scores (rebuilt from its source) computes them again
+    from w and continues the same sum."""
+    rng = np.random.default_rng(7)
+    m, d = 500, 6
+    X = rng.normal(size=(m, d))
+    y = np.where(rng.random(m) < 0.3, 1.0, -1.0)
+    if loss_cls is nsopt.losses.LeastAbsoluteDeviation:
+        y = X @ rng.normal(size=d)
+    J = nsopt.RegularizedRisk(loss_cls(X, y), lam=1e-2)
+    Js = _local_sharded(J, [97, 250, 251, 400])
+    Js.loss.reduction = "ordered"
+    for w in (np.zeros(d), rng.normal(size=d)):
+        assert Js.value_and_subgradient(w)[0] == J.value_and_subgradient(w)[0]
+        assert Js.value(w) == J.value(w)
+        first = Js.loss._map("value_and_subgradient_keep", w)[0][0]
+        del Js.loss._shards[2].actor._actor._kept  # as on a rebuilt shard
+        Js.loss._chain_w = w
+        assert Js.loss._chain(first, "chain") == J.loss.value(w)
