@@ -34,6 +34,35 @@ An iteration went from 80-180 raw passes to 7-14 (the master LP 12-38% of the ti
 iteration counts are unchanged, and they, not the cost of an iteration, are now what keeps
 the L1 path 3-7x behind Cyanure (glum: 0.2-0.9 s on logistic).
 
+Compiled line kernels (``ScalarLine``: the derivative in one loop over the kept scores, no
+scores allocated, no log1p for the logistic loss; the value likewise): ``--methods default``,
+two before/after pairs, each pair run back to back (load 3.5-5); certified seconds, time per
+iteration and ratio to Cyanure from the same run. Iterations and gaps are unchanged; Cyanure's
+own time moved 0.17-0.67 s between runs, so the ratios carry that noise, the times per
+iteration less of it:
+
+==================  ==============================  =============================
+cell, level         before (pair 1 ; pair 2)        after (pair 1 ; pair 2)
+==================  ==============================  =============================
+logistic 1e-4 1e-3  12.3 ; 13.2 ms/it, 4.2x ; 5.1x  9.1 ; 10.7 ms/it, 1.8x ; 3.6x
+logistic 1e-4 1e-4  16.2 ; 14.8 ms/it, 8.8x ; 8.4x  9.7 ; 10.7 ms/it, 3.4x ; 4.8x
+logistic 1e-5 1e-3  13.2 ; 17.7 ms/it, 3.3x ; 7.5x  12.2 ; 8.6 ms/it, 6.8x ; 5.2x
+logistic 1e-5 1e-4  12.0 ; 12.8 ms/it, 4.1x ; 8.0x  12.4 ; 9.1 ms/it, 9.3x ; 8.3x
+sqhinge 1e-4 1e-3   16.0 ; 7.9 ms/it, 2.5x ; 2.6x   5.9 ; 4.9 ms/it, 3.2x ; 3.0x
+sqhinge 1e-4 1e-4   16.7 ; 10.5 ms/it, 10x ; 6.1x   5.9 ; 5.1 ms/it, 5.5x ; 5.1x
+sqhinge 1e-5 1e-3   17.2 ; 13.0 ms/it, 5.3x ; 5.8x  6.7 ; 6.6 ms/it, 4.1x ; 2.4x
+sqhinge 1e-5 1e-4   27.2 ; 14.2 ms/it, 12x ; 9.0x   7.8 ; 9.3 ms/it, 8.6x ; 7.6x
+==================  ==============================  =============================
+
+One line derivative on a9a (32561 scores, same machine): logistic 1.04-1.18 ms -> 0.46-0.55
+ms, squared hinge 0.19 ms -> 0.09 ms (its snapping to the kinks no longer allocates). A
+search makes 4-7 derivative passes and one value pass; the value pass stays (the search
+nearly always ends on a secant root it has not evaluated: 141 of 150 searches on logistic
+1e-4), so a fused value-and-derivative pass (``ScalarLine.value_and_derivative``) would save
+nothing there and is not used by the search (tried: fusing on steps that land on an L1 kink,
+where the search often stops, took 5 fused passes to save 1 value pass on logistic 1e-4 1e-4,
+3 for none on squared hinge; a fused pass costs 1.1-1.2 ms against 0.5 + 1.0 for the two).
+
 Usage: python benchmarks/l1.py [--sets a9a] [--lams 1e-4 1e-5] [--problems logistic-l1 ...]
        [--methods default bmrm bmrm-kelley ...] [--max-time 20] [--out FILE.csv|.md]
 """

@@ -27,7 +27,7 @@ from .._validation import (check_binary_labels, check_data, check_sample_weight,
                            check_targets, check_vector)
 from ..oracle import LineFunction, Oracle
 from ._groups import cached_group_parts
-from ._kernels import DataMatrix
+from ._kernels import LINE_KERNELS, DataMatrix
 from ._kernels import dot as _dot
 # the vector losses' base lives in its own module; imported here for the old import path
 from ._vector_base import VectorLine, VectorLoss, check_class_labels  # noqa: F401
@@ -246,11 +246,39 @@ class ScalarLine(LineFunction):
 
     def __init__(self, loss: ScalarLoss, f: np.ndarray, q: np.ndarray):
         self.loss, self.f, self.q = loss, f, q
-        self._sign = np.sign(q)
-        self._buf = np.empty_like(f)
+        self._sign = None
+        self._buf = None
         self._last = None
         kinks = loss.kinks()
         self._kinks = None if kinks is None else np.asarray(kinks, dtype=np.float64)
+        self._fused = self._line_kernels()
+
+    def _line_kernels(self):
+        """``(value, derivative, value_and_derivative, args, params)`` of the loss's line
+        kernels (:data:`~nsopt.losses._kernels.LINE_KERNELS`: one loop over ``f``, ``q``, no
+        scores allocated), or None: for a loss without them, or one whose gradient kernel is
+        overridden (the line then goes through :meth:`ScalarLoss._grad_kernel`)."""
+        loss = self.loss
+        if "_grad_kernel" in vars(loss) or type(loss)._grad_kernel is not ScalarLoss._grad_kernel:
+            return None
+        if len(loss.kernels) < 2 or "_value_kernel" in vars(loss) \
+                or type(loss)._value_kernel is not ScalarLoss._value_kernel:
+            return None
+        kernels = LINE_KERNELS.get(loss.kernels[1])
+        if kernels is None:
+            return None
+        f, q = np.asarray(self.f), np.asarray(self.q)
+        if f.dtype != np.float64 or q.dtype != np.float64 or f.ndim != 1 or q.shape != f.shape:
+            return None
+        k = self._kinks
+        if k is None:
+            k = np.empty((f.size, 0))
+        elif k.ndim == 1:
+            k = k[:, None]
+        if k.shape[0] != f.size:
+            return None
+        params = tuple(float(getattr(loss, n)) for n in loss.kernel_params)
+        return (*kernels, (f, q, loss.y, loss.c, np.ascontiguousarray(k)), params)
 
     def _snap(self, z: np.ndarray, eta: float) -> np.ndarray:
         """Put scores within rounding of a kink exactly on it: at a computed breakpoint
@@ -268,6 +296,9 @@ class ScalarLine(LineFunction):
         return z
 
     def value(self, eta):
+        if self._fused is not None:
+            val, _, _, args, params = self._fused
+            return float(val(*args[:4], float(eta), *params))
         return float(self.loss._value_kernel(self.f + eta * self.q, self.loss.y, self.loss.c))
 
     def _scores_at(self, eta) -> np.ndarray:
@@ -281,11 +312,32 @@ class ScalarLine(LineFunction):
         return z
 
     def derivative(self, eta, side=1):
+        r"""The one-sided derivative :math:`\varphi'(\eta; \pm) = \sum_i c_i q_i\,
+        l'(f_i + \eta q_i, y_i; \pm\mathrm{sign}(q_i))` (``side`` +1: right, -1: left), in one
+        compiled loop where the loss has line kernels (no log1p for the logistic loss),
+        else from the gradient kernel."""
         if side not in (1, -1):
             raise ValueError(f"side must be +1 or -1, got {side}")
+        if self._fused is not None:
+            _, der, _, args, params = self._fused
+            return float(der(*args, float(eta), float(side), *params))
         z = self._scores_at(float(eta))
+        if self._sign is None:
+            self._sign, self._buf = np.sign(self.q), np.empty_like(self.f)
         self.loss._grad_kernel(z, self.loss.y, self.loss.c, side * self._sign, self._buf)
         return float(_dot(self._buf, self.q))
+
+    def value_and_derivative(self, eta, side=1):
+        r"""``(value(eta), derivative(eta, side))`` in one pass over the scores where the loss
+        has line kernels (one exp and one log1p an example for the logistic loss), else by the
+        two calls; the same numbers either way."""
+        if side not in (1, -1):
+            raise ValueError(f"side must be +1 or -1, got {side}")
+        if self._fused is not None:
+            _, _, both, args, params = self._fused
+            v, d = both(*args, float(eta), float(side), *params)
+            return float(v), float(d)
+        return self.value(eta), self.derivative(eta, side)
 
     def breakpoints(self):
         kinks = self._kinks

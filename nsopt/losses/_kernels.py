@@ -280,3 +280,103 @@ quantile_value, quantile_grad = elementwise("quantile", "tau")
 epsilon_insensitive_value, epsilon_insensitive_grad = elementwise("epsilon_insensitive", "eps")
 poisson_value, poisson_grad = elementwise("poisson")
 novelty_value, novelty_grad = elementwise("novelty")
+
+
+# --------------------------------------------------------------------------------------
+# Line kernels: phi(eta) = sum_i c_i l(f_i + eta q_i, y_i) and phi'(eta) in one loop over the
+# kept scores f, q, with no m-vector allocated. The derivative kernel uses the loss's
+# derivative-only function ``{name}_slope(z, y, side, *params) -> l'`` where there is one (no
+# log1p for the logistic loss), else the derivative half of ``loss``; each product is formed as
+# ``(c_i l'_i) q_i`` and summed in index order, as ``ScalarLine`` did from the gradient
+# kernel's output (``dot``), so the numbers are the same to the last bit.
+# Scores within rounding of a kink are snapped onto it as ``ScalarLine._snap`` does
+# (``kinks`` is (m, k), k = 0 without kinks; not at eta = 0).
+# --------------------------------------------------------------------------------------
+_LINE_SNAP = """
+        if eta == 0.0:
+            z = f[i]
+        elif nk > 0:
+            scale = abs(f[i]) + abs(eta * qi)
+            for j in range(nk):
+                kj = kinks[i, j]
+                if abs(z - kj) <= 8.0 * 2.220446049250313e-16 * (scale + abs(kj)):
+                    z = kj"""
+
+_LINE_SOURCE = """
+def {name}_line_derivative(f, q, y, c, kinks, eta, side{params}):
+    nk = kinks.shape[1]
+    s = 0.0
+    for i in range(f.shape[0]):
+        qi = q[i]
+        sd = side * (1.0 if qi > 0.0 else (-1.0 if qi < 0.0 else 0.0))
+        z = f[i] + eta * qi{snap}
+        s += (c[i] * {slope}) * qi
+    return s
+
+
+def {name}_line_value(f, q, y, c, eta{params}):
+    v = 0.0
+    for i in range(f.shape[0]):
+        v += c[i] * {name}(f[i] + eta * q[i], y[i], 0.0{params})[0]
+    return v
+
+
+def {name}_line_value_and_derivative(f, q, y, c, kinks, eta, side{params}):
+    nk = kinks.shape[1]
+    v = 0.0
+    s = 0.0
+    for i in range(f.shape[0]):
+        qi = q[i]
+        sd = side * (1.0 if qi > 0.0 else (-1.0 if qi < 0.0 else 0.0))
+        z0 = f[i] + eta * qi
+        li, di = {name}(z0, y[i], sd{params})
+        v += c[i] * li
+        z = z0{snap}
+        if z != z0:
+            di = {name}(z, y[i], sd{params})[1]
+        s += (c[i] * di) * qi
+    return v, s
+"""
+
+
+def line_kernels(name: str, *params: str):
+    """``(value, derivative, value_and_derivative)``: the line kernels of the element-wise
+    loss ``name``, ``value(f, q, y, c, eta, *params) -> phi`` (the value kernel's sum at
+    ``f + eta q``, no scores allocated), ``derivative(f, q, y, c, kinks, eta, side, *params)
+    -> phi'`` and ``value_and_derivative(...) -> (phi, phi')``, compiled (from source, as
+    :func:`elementwise`). ``side`` (+1 or -1) times ``sign(q_i)`` picks example i's one-sided
+    derivative; the value is the value kernel's at the unsnapped scores ``f + eta q``."""
+    extra = "".join(", " + p for p in params)
+    slope_name = name + "_slope"
+    namespace = {"__name__": __name__, name: globals()[name]}
+    if slope_name in globals():
+        namespace[slope_name] = globals()[slope_name]
+        slope = f"{slope_name}(z, y[i], sd{extra})"
+    else:
+        slope = f"{name}(z, y[i], sd{extra})[1]"
+    source = _LINE_SOURCE.format(name=name, params=extra, slope=slope, snap=_LINE_SNAP)
+    exec(compile(source, __file__, "exec"), namespace)
+    return tuple(njit(cache=True)(namespace[name + suffix])
+                 for suffix in ("_line_value", "_line_derivative", "_line_value_and_derivative"))
+
+
+@njit(cache=True)
+def logistic_slope(z, y, side):
+    """The derivative half of :func:`logistic`, the same expressions: one exp, no log1p."""
+    t = y * z
+    if t > 0.0:
+        e = math.exp(-t)
+        return -y * e / (1.0 + e)
+    return -y / (1.0 + math.exp(t))
+
+
+#: grad kernel -> (line value, line derivative, line value and derivative), for the
+#: differentiable losses
+LINE_KERNELS = {
+    logistic_grad: line_kernels("logistic"),
+    squared_hinge_grad: line_kernels("squared_hinge"),
+    least_squares_grad: line_kernels("least_squares"),
+    huber_grad: line_kernels("huber", "delta"),
+    exponential_grad: line_kernels("exponential"),
+    poisson_grad: line_kernels("poisson"),
+}
