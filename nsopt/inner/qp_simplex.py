@@ -73,9 +73,12 @@ References
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
-from scipy.linalg import lstsq
+from scipy.linalg import get_lapack_funcs
+from scipy.linalg.lapack import _compute_lwork
 
 from ..regularizers import scaled_conjugate
 from ._base import (InnerSolution, past, InnerSolver, bundle_blocks, check_int_option, default_tol,
@@ -265,7 +268,7 @@ class QPSimplex(InnerSolver):
             it, smo_viol = _smo(G_smo, b, lam, alpha, grad, blocks.labels, blocks.n_blocks,
                                 target, 0.0, min(budget, self.max_iter - n_iter))
             n_iter += it
-            stable = bool(np.array_equal(alpha > 0, support))
+            stable = not ((alpha > 0) != support).any()
             can_polish = polishes < self.polish_rounds
             if not (smo_viol <= target or it == 0 or (stable and can_polish)):
                 continue
@@ -313,10 +316,31 @@ class QPSimplex(InnerSolver):
         grad = plane_values(bundle, primal_point(bundle, lam, alpha))
         viol = blocks.violation(alpha, grad)
         dual = 0.5 * float(alpha @ (b + grad))  # D = alpha^T (b + g) / 2 for the quadratic
-        scale = float(np.max(np.abs(b)) + np.max(np.abs(grad - b)))
-        floor = 4.0 * _EPS * np.sqrt(b.size + bundle.dim) * scale
+        scale = float(np.abs(b).max() + np.abs(grad - b).max())
+        floor = 4.0 * _EPS * math.sqrt(b.size + bundle.dim) * scale
         noise = floor + 8.0 * _EPS * (1.0 + abs(dual))
         return grad, viol, dual, max(default_tol(tol, dual), floor), noise
+
+
+_GELSY, _GELSY_LWORK = get_lapack_funcs(("gelsy", "gelsy_lwork"), (np.zeros((1, 1)), np.zeros(1)))
+_LWORK: dict[int, int] = {}
+
+
+def _lstsq(K, rhs):
+    """``scipy.linalg.lstsq(K, rhs, lapack_driver="gelsy", check_finite=False)[0]`` for a
+    square float64 ``K`` (k x k, ``k >= 1``) and a k-vector ``rhs``: the same LAPACK call with the
+    same workspace and ``cond`` (so the same bits), without the wrapper's per-call checks and
+    workspace query (about 15 us of the ~25 us a polish round spent there on a 10 x 10 system).
+    """
+    k = K.shape[0]
+    lwork = _LWORK.get(k)
+    if lwork is None:
+        lwork = _LWORK[k] = _compute_lwork(_GELSY_LWORK, k, k, 1, _EPS)
+    jptv = np.zeros((k, 1), dtype=np.int32)
+    x, info = _GELSY(K, rhs, jptv, _EPS, lwork, False, False)[1::3]
+    if info < 0:  # pragma: no cover - a malformed call, never a property of the data
+        raise ValueError(f"illegal value in argument {-info} of LAPACK gelsy")
+    return x
 
 
 def _max_drops(n_blocks: int) -> int:
@@ -337,13 +361,13 @@ def _polish(G, b, lam, alpha, blocks, max_drops=_MAX_DROPS):
     """
     start, alpha = alpha, alpha.copy()
     labels = blocks.labels
-    support = np.flatnonzero(alpha > 0)
+    support = (alpha > 0).nonzero()[0]
     for _ in range(max_drops + 1):
         if support.size <= blocks.n_blocks:  # one plane per block: the face is a point
             break
         k = support.size
-        H = G[np.ix_(support, support)] / lam
-        c = max(float(np.mean(np.abs(np.diag(H)))), 1e-300) ** 0.5  # balance the two blocks
+        H = G[support[:, None], support] / lam
+        c = max(float(np.abs(H.diagonal()).mean()), 1e-300) ** 0.5  # balance the two blocks
         P = blocks.n_blocks
         K = np.zeros((k + P, k + P))
         K[:k, :k] = H
@@ -354,8 +378,10 @@ def _polish(G, b, lam, alpha, blocks, max_drops=_MAX_DROPS):
             rows = np.arange(k)
             K[rows, k + labels[support]] = c
             K[k + labels[support], rows] = c
-        rhs = np.concatenate((b[support], np.full(P, c)))
-        solution = lstsq(K, rhs, lapack_driver="gelsy", check_finite=False)[0]
+        rhs = np.empty(k + P)
+        rhs[:k] = b[support]
+        rhs[k:] = c
+        solution = _lstsq(K, rhs)
         target = solution[:k]
         current = alpha[support]
         step = target - current
@@ -365,23 +391,23 @@ def _polish(G, b, lam, alpha, blocks, max_drops=_MAX_DROPS):
                 break
             down = np.flatnonzero(ray < 0)
             ratios = current[down] / -ray[down]
-            r = int(np.argmin(ratios))
+            r = int(ratios.argmin())
             alpha[support] = np.maximum(current + ratios[r] * ray, 0.0)
             alpha[support[down[r]]] = 0.0
-            support = np.flatnonzero(alpha > 0)
+            support = (alpha > 0).nonzero()[0]
             continue
         down = step < 0
         if not down.any():
             alpha[support] = np.maximum(target, 0.0)
             break
         ratios = current[down] / -step[down]
-        r = int(np.argmin(ratios))
+        r = int(ratios.argmin())
         if ratios[r] >= 1.0:
             alpha[support] = np.maximum(target, 0.0)
             break
         alpha[support] = np.maximum(current + ratios[r] * step, 0.0)
         alpha[support[np.flatnonzero(down)[r]]] = 0.0
-        support = np.flatnonzero(alpha > 0)
+        support = (alpha > 0).nonzero()[0]
     if blocks.multi and not np.all(blocks.sums(alpha) > 0):  # pragma: no cover - rounding guard
         return start.copy()  # a block lost all its weight: keep the start (a rejected polish)
     return blocks.normalize(alpha)
@@ -400,7 +426,9 @@ def _unbounded_ray(K, rhs, solution, k, labels, n_blocks):
     is consistent (to about :math:`\sqrt\epsilon` relative).
     """
     residual = rhs - K @ solution
-    if not np.linalg.norm(residual) > np.sqrt(_EPS) * (np.linalg.norm(rhs) + 1e-300):
+    # the Euclidean norms as np.linalg.norm computes them (sqrt of the dot), without its wrapper
+    if not (math.sqrt(float(residual @ residual))
+            > math.sqrt(_EPS) * (math.sqrt(float(rhs @ rhs)) + 1e-300)):
         return None
     ray = residual[:k]
     counts = np.maximum(np.bincount(labels, minlength=n_blocks), 1)
