@@ -264,7 +264,7 @@ class PlaneBundle:
         """``A^T alpha`` (or ``(M A)^T alpha`` with ``metric=True``), a dense d-vector,
         summed over the support of ``alpha``."""
         alpha = np.asarray(alpha, dtype=np.float64)[: self.n]
-        support = np.flatnonzero(alpha)
+        support = alpha.nonzero()[0]
         if self._A is not None:
             M = self._MA if metric else self._A
             return alpha[support] @ M[support] if support.size else np.zeros(self.dim)
@@ -561,7 +561,7 @@ class PlaneBundle:
         of :math:`R = \sum_p R_p`: the plain sum is right in both cases.
         """
         alpha = np.asarray(alpha, dtype=np.float64)[: self.n]
-        support = np.flatnonzero(alpha)
+        support = alpha.nonzero()[0]
         return self.rmatvec(alpha), float(alpha[support] @ self.b[support])
 
     def model(self, w: np.ndarray) -> float:
@@ -662,7 +662,7 @@ class PlaneBundle:
         from .certificate import DualPoint, QueryPoints
 
         alpha = np.asarray(alpha, dtype=np.float64)[: self.n]
-        index = np.flatnonzero(alpha)
+        index = alpha.nonzero()[0]
         if self.evidence_kind == "dual":
             # the sum over planes of n_examples-vectors costs about a data pass: deferred to
             # the first read of ``t`` (a certificate built or checked), the parts kept

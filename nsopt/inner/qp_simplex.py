@@ -92,9 +92,12 @@ _BUDGET_FACTOR = 2  # SMO updates per support plane between support checks
 _MAX_STALLS = 3  # checks in a row without an increase of D beyond rounding end a solve
 
 
-def _c_block(G):
+def _c_block(G, buffer=None):
     """A C-contiguous array whose leading ``n x n`` block is ``G`` (n x n): ``G`` itself, the
     array it is a leading block of (the bundle's Gram buffer: ``G`` is a view of it), or a copy.
+    ``buffer``: a C-contiguous array known to have ``G`` as its leading block (a
+    :class:`~nsopt.bundle.PlaneBundle`'s ``_G``, whose ``G`` is ``_G[:n, :n]``), returned
+    without the layout checks when it is ``G``'s base.
 
     So :func:`_smo` sees one array layout and is compiled once: passed as is, the bundle's
     view (layout 'A') and the full buffer once the bundle is at capacity (layout 'C') were two
@@ -103,12 +106,30 @@ def _c_block(G):
     if G.flags.c_contiguous:
         return G
     base = G.base
+    if base is buffer:  # the bundle's own Gram buffer, G = buffer[:n, :n] (checked by the caller)
+        return base
     if (isinstance(base, np.ndarray) and base.ndim == 2 and base.flags.c_contiguous
             and base.dtype == G.dtype and base.strides == G.strides
             and base.shape[0] >= G.shape[0] and base.shape[1] >= G.shape[1]
             and base.__array_interface__["data"][0] == G.__array_interface__["data"][0]):
         return base
     return np.ascontiguousarray(G)
+
+
+_PLANE_BUNDLE = None
+
+
+def _gram_buffer(bundle):
+    """The C-contiguous buffer whose leading ``n x n`` block is ``bundle.G``, for a
+    :class:`~nsopt.bundle.PlaneBundle` (its ``_G``), else None."""
+    global _PLANE_BUNDLE
+    if _PLANE_BUNDLE is None:  # imported on first use: no import-order tie between the modules
+        from ..bundle import PlaneBundle as _PLANE_BUNDLE
+    if type(bundle) is _PLANE_BUNDLE:
+        buffer = bundle._G
+        if buffer.flags.c_contiguous and buffer.dtype == np.float64:
+            return buffer
+    return None
 
 
 @njit(cache=True)
@@ -260,7 +281,7 @@ class QPSimplex(InnerSolver):
         grad, viol, dual, target, noise = self._measure(bundle, lam, alpha, tol, blocks)
         n_iter = polishes = stalls = 0
         best = dual
-        G_smo = _c_block(G)
+        G_smo = _c_block(G, _gram_buffer(bundle))
         while viol > target and n_iter < self.max_iter and not past(deadline):
             # SMO pair updates, in rounds of a few per plane of the support ...
             support = alpha > 0
@@ -389,7 +410,7 @@ def _polish(G, b, lam, alpha, blocks, max_drops=_MAX_DROPS):
         if ray is not None:  # D grows without bound on the face: follow it to a bound
             if not float((b[support] - H @ current) @ ray) > 0:
                 break
-            down = np.flatnonzero(ray < 0)
+            down = (ray < 0).nonzero()[0]
             ratios = current[down] / -ray[down]
             r = int(ratios.argmin())
             alpha[support] = np.maximum(current + ratios[r] * ray, 0.0)
@@ -406,7 +427,7 @@ def _polish(G, b, lam, alpha, blocks, max_drops=_MAX_DROPS):
             alpha[support] = np.maximum(target, 0.0)
             break
         alpha[support] = np.maximum(current + ratios[r] * step, 0.0)
-        alpha[support[np.flatnonzero(down)[r]]] = 0.0
+        alpha[support[down.nonzero()[0][r]]] = 0.0
         support = (alpha > 0).nonzero()[0]
     if blocks.multi and not np.all(blocks.sums(alpha) > 0):  # pragma: no cover - rounding guard
         return start.copy()  # a block lost all its weight: keep the start (a rejected polish)
@@ -447,7 +468,7 @@ def finish_quadratic(bundle, reg, lam, alpha, n_iter, blocks=None) -> InnerSolut
     if blocks is None:
         blocks = bundle_blocks(bundle)
     a_bar = bundle.rmatvec(alpha)
-    support = np.flatnonzero(alpha)
+    support = alpha.nonzero()[0]
     b_dot = float(alpha[support] @ bundle.b[support])
     dual = b_dot - scaled_conjugate(reg, a_bar, lam)
     if bundle.metric is not None:
