@@ -597,8 +597,11 @@ class PlaneBundle:
         renormalised to sum 1 (a master solver's rounding would otherwise leak into bounds)."""
         alpha = np.maximum(np.asarray(alpha, dtype=np.float64)[: self.n], 0.0)
         sums = np.bincount(self.block, weights=alpha, minlength=self.n_blocks)
+        if self.n_blocks == 1:  # one total: the same quotients without the n-vector of sums
+            total = sums[0]
+            return alpha / total if not total <= 0 else np.full(self.n, 1.0 / max(self.n, 1))
         if np.any(sums <= 0):
-            return alpha if self.n_blocks > 1 else np.full(self.n, 1.0 / max(self.n, 1))
+            return alpha
         return alpha / sums[self.block]
 
     def certify(self, reg, lam: float, alpha: np.ndarray):

@@ -835,7 +835,7 @@ def rounding_allowance(*magnitudes: float, rel: float = 1e-9) -> float:
     magnitudes: ``rel`` times the largest (plus an absolute floor for values that are exactly
     0). The one yardstick of the convexity checks, the line search's tangent test and the
     solver loop's bound-versus-value test."""
-    return rel * max(max(abs(t) for t in magnitudes), 1e-300) + 1e-300
+    return rel * max(max(map(abs, magnitudes)), 1e-300) + 1e-300
 
 
 def frozen(w) -> np.ndarray:

@@ -119,14 +119,15 @@ class InnerSolver:
         InnerSolution
         """
         self.check_regularizer(reg)
-        lam = check_positive(lam, "lam", hint="the master problem needs a regularizer weight")
+        if not (type(lam) is float and 0.0 < lam < math.inf):  # the solvers' case: no re-check
+            lam = check_positive(lam, "lam", hint="the master problem needs a regularizer weight")
         n = int(getattr(bundle, "n", 0))
         if n == 0:
             raise ValueError(
                 "the bundle is empty: add at least one plane before solving the master problem"
             )
         blocks = bundle_blocks(bundle)
-        if tol is not None:
+        if tol is not None and not (type(tol) is float and 0.0 <= tol < math.inf):
             tol = check_positive(tol, "tol", strict=False)
         return self._solve(bundle, reg, lam, warm_start(warm, n, blocks), tol, deadline)
 

@@ -278,7 +278,8 @@ class QPSimplex(InnerSolver):
                 alpha[int(np.argmax(score))] = 1.0
         else:
             alpha = warm
-        grad, viol, dual, target, noise = self._measure(bundle, lam, alpha, tol, blocks)
+        b_max = float(np.abs(b).max())  # |b|'s part of the rounding floor, fixed in the solve
+        grad, viol, dual, target, noise = self._measure(bundle, lam, alpha, tol, blocks, b_max)
         n_iter = polishes = stalls = 0
         best = dual
         G_smo = _c_block(G, _gram_buffer(bundle))
@@ -293,7 +294,7 @@ class QPSimplex(InnerSolver):
             can_polish = polishes < self.polish_rounds
             if not (smo_viol <= target or it == 0 or (stable and can_polish)):
                 continue
-            grad, viol, dual, target, noise = self._measure(bundle, lam, alpha, tol, blocks)
+            grad, viol, dual, target, noise = self._measure(bundle, lam, alpha, tol, blocks, b_max)
             if viol <= target:
                 break
             # stalled at the rounding level: SMO's rounds (and polishes) no longer raise D
@@ -310,7 +311,7 @@ class QPSimplex(InnerSolver):
             # ... then, once the support stops changing, the exact maximiser on its face
             polished = _polish(G, b, lam, alpha, blocks, _max_drops(blocks.n_blocks))
             polishes += 1
-            trial = self._measure(bundle, lam, polished, tol, blocks)
+            trial = self._measure(bundle, lam, polished, tol, blocks, b_max)
             if trial[2] >= dual - 8 * _EPS * (abs(dual) + 1.0):
                 alpha = polished
                 grad, viol, dual, target, noise = trial
@@ -323,7 +324,7 @@ class QPSimplex(InnerSolver):
         return finish_quadratic(bundle, reg, lam, alpha, n_iter, blocks)
 
     @staticmethod
-    def _measure(bundle, lam, alpha, tol, blocks):
+    def _measure(bundle, lam, alpha, tol, blocks, b_max=None):
         """``(grad, violation, D, target, noise)`` at ``alpha``, the gradient afresh from ``w``.
 
         ``<a_i, w> + b_i`` in O(n d) is more accurate than ``b - G alpha / lam``, whose terms
@@ -331,13 +332,16 @@ class QPSimplex(InnerSolver):
         ``tol`` (default ``1e-12 (1 + |D|)``) but no less than the rounding of the plane values.
         The violation is the largest over the blocks. ``noise`` is the change of ``D`` taken
         for rounding when deciding whether the solve still makes progress: that floor plus
-        ``8 eps (1 + |D|)``.
+        ``8 eps (1 + |D|)``. ``b_max``: ``max |b_i|`` when the caller has it (it is fixed during
+        a solve).
         """
         b = bundle.b
         grad = plane_values(bundle, primal_point(bundle, lam, alpha))
         viol = blocks.violation(alpha, grad)
         dual = 0.5 * float(alpha @ (b + grad))  # D = alpha^T (b + g) / 2 for the quadratic
-        scale = float(np.abs(b).max() + np.abs(grad - b).max())
+        if b_max is None:
+            b_max = float(np.abs(b).max())
+        scale = float(b_max + np.abs(grad - b).max())
         floor = 4.0 * _EPS * math.sqrt(b.size + bundle.dim) * scale
         noise = floor + 8.0 * _EPS * (1.0 + abs(dual))
         return grad, viol, dual, max(default_tol(tol, dual), floor), noise
