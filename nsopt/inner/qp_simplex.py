@@ -392,7 +392,8 @@ def _polish(G, b, lam, alpha, blocks, max_drops=_MAX_DROPS):
             break
         k = support.size
         H = G[support[:, None], support] / lam
-        c = max(float(np.abs(H.diagonal()).mean()), 1e-300) ** 0.5  # balance the two blocks
+        # the mean of |diag H| as np.mean forms it (a sum divided by k), without its wrapper
+        c = max(float(np.add.reduce(np.abs(H.diagonal()))) / k, 1e-300) ** 0.5  # balance the blocks
         P = blocks.n_blocks
         K = np.zeros((k + P, k + P))
         K[:k, :k] = H
