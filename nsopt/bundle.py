@@ -669,7 +669,8 @@ class PlaneBundle:
         if self.evidence_kind == "dual":
             # the sum over planes of n_examples-vectors costs about a data pass: deferred to
             # the first read of ``t`` (a certificate built or checked), the parts kept
-            parts = [(float(alpha[i]), self._ev[int(i)]) for i in index]
+            evs = self._ev
+            parts = [(c, evs[i]) for c, i in zip(alpha[index].tolist(), index.tolist())]
             if any(ev is None for _, ev in parts):
                 return None
             return _DeferredDualPoint(parts, self.n_examples, plane)
