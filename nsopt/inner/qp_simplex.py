@@ -337,14 +337,58 @@ class QPSimplex(InnerSolver):
         """
         b = bundle.b
         grad = plane_values(bundle, primal_point(bundle, lam, alpha))
-        viol = blocks.violation(alpha, grad)
         dual = 0.5 * float(alpha @ (b + grad))  # D = alpha^T (b + g) / 2 for the quadratic
         if b_max is None:
             b_max = float(np.abs(b).max())
-        scale = float(b_max + np.abs(grad - b).max())
+        fused = _fused_extremes(alpha, grad, b, blocks)
+        if fused is not None:
+            viol, dev = fused
+        else:
+            viol = blocks.violation(alpha, grad)
+            dev = np.abs(grad - b).max()
+        scale = float(b_max + dev)
         floor = 4.0 * _EPS * math.sqrt(b.size + bundle.dim) * scale
         noise = floor + 8.0 * _EPS * (1.0 + abs(dual))
         return grad, viol, dual, max(default_tol(tol, dual), floor), noise
+
+
+@njit(cache=True)
+def _extremes(alpha, grad, b):  # pragma: no cover - compiled
+    """``(max g - min_{alpha>0} g, max |g - b|, clean)`` in one pass; ``clean`` is False when
+    ``g`` or ``g - b`` holds a NaN or ``alpha`` has no positive entry (the caller then uses numpy's
+    reductions, which treat those cases their own way)."""
+    gmax = -np.inf
+    gmin = np.inf
+    dev = 0.0
+    support = False
+    for k in range(grad.shape[0]):
+        g = grad[k]
+        if g != g:
+            return 0.0, 0.0, False
+        if g > gmax:
+            gmax = g
+        if alpha[k] > 0.0:
+            support = True
+            if g < gmin:
+                gmin = g
+        e = abs(g - b[k])
+        if e != e:  # inf - inf
+            return 0.0, 0.0, False
+        if e > dev:
+            dev = e
+    return gmax - gmin, dev, support
+
+
+def _fused_extremes(alpha, grad, b, blocks):
+    """``(blocks.violation(alpha, grad), max |grad - b|)`` by one compiled pass for one block and
+    C-contiguous float64 vectors (the values are exact, so the same as numpy's), else None."""
+    if blocks.n_blocks != 1:
+        return None
+    for v in (alpha, grad, b):
+        if type(v) is not np.ndarray or v.dtype != np.float64 or not v.flags.c_contiguous:
+            return None
+    viol, dev, clean = _extremes(alpha, grad, b)
+    return (viol, dev) if clean else None
 
 
 _GELSY, _GELSY_LWORK = get_lapack_funcs(("gelsy", "gelsy_lwork"), (np.zeros((1, 1)), np.zeros(1)))
