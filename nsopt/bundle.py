@@ -264,7 +264,7 @@ class PlaneBundle:
         """``A^T alpha`` (or ``(M A)^T alpha`` with ``metric=True``), a dense d-vector,
         summed over the support of ``alpha``."""
         alpha = np.asarray(alpha, dtype=np.float64)[: self.n]
-        support = np.flatnonzero(alpha)
+        support = alpha.nonzero()[0]
         if self._A is not None:
             M = self._MA if metric else self._A
             return alpha[support] @ M[support] if support.size else np.zeros(self.dim)
@@ -561,7 +561,7 @@ class PlaneBundle:
         of :math:`R = \sum_p R_p`: the plain sum is right in both cases.
         """
         alpha = np.asarray(alpha, dtype=np.float64)[: self.n]
-        support = np.flatnonzero(alpha)
+        support = alpha.nonzero()[0]
         return self.rmatvec(alpha), float(alpha[support] @ self.b[support])
 
     def model(self, w: np.ndarray) -> float:
@@ -597,8 +597,11 @@ class PlaneBundle:
         renormalised to sum 1 (a master solver's rounding would otherwise leak into bounds)."""
         alpha = np.maximum(np.asarray(alpha, dtype=np.float64)[: self.n], 0.0)
         sums = np.bincount(self.block, weights=alpha, minlength=self.n_blocks)
+        if self.n_blocks == 1:  # one total: the same quotients without the n-vector of sums
+            total = sums[0]
+            return alpha / total if not total <= 0 else np.full(self.n, 1.0 / max(self.n, 1))
         if np.any(sums <= 0):
-            return alpha if self.n_blocks > 1 else np.full(self.n, 1.0 / max(self.n, 1))
+            return alpha
         return alpha / sums[self.block]
 
     def certify(self, reg, lam: float, alpha: np.ndarray):
@@ -662,11 +665,12 @@ class PlaneBundle:
         from .certificate import DualPoint, QueryPoints
 
         alpha = np.asarray(alpha, dtype=np.float64)[: self.n]
-        index = np.flatnonzero(alpha)
+        index = alpha.nonzero()[0]
         if self.evidence_kind == "dual":
             # the sum over planes of n_examples-vectors costs about a data pass: deferred to
             # the first read of ``t`` (a certificate built or checked), the parts kept
-            parts = [(float(alpha[i]), self._ev[int(i)]) for i in index]
+            evs = self._ev
+            parts = [(c, evs[i]) for c, i in zip(alpha[index].tolist(), index.tolist())]
             if any(ev is None for _, ev in parts):
                 return None
             return _DeferredDualPoint(parts, self.n_examples, plane)

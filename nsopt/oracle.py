@@ -140,8 +140,9 @@ class Evaluation:
 
 def _all_finite(v) -> bool:
     # the sum is one pass without a d-sized boolean temporary; it overflows only for huge
-    # finite entries, which the exact test then settles
-    return bool(np.isfinite(np.sum(v)) or np.isfinite(v).all())
+    # finite entries, which the exact test then settles (an array's own sum: no dispatch)
+    total = v.sum() if type(v) is np.ndarray else np.sum(v)
+    return bool(np.isfinite(total) or np.isfinite(v).all())
 
 
 class Oracle:
@@ -835,7 +836,7 @@ def rounding_allowance(*magnitudes: float, rel: float = 1e-9) -> float:
     magnitudes: ``rel`` times the largest (plus an absolute floor for values that are exactly
     0). The one yardstick of the convexity checks, the line search's tangent test and the
     solver loop's bound-versus-value test."""
-    return rel * max(max(abs(t) for t in magnitudes), 1e-300) + 1e-300
+    return rel * max(max(map(abs, magnitudes)), 1e-300) + 1e-300
 
 
 def frozen(w) -> np.ndarray:

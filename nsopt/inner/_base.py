@@ -27,6 +27,7 @@ References
 """
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 import time
@@ -118,14 +119,15 @@ class InnerSolver:
         InnerSolution
         """
         self.check_regularizer(reg)
-        lam = check_positive(lam, "lam", hint="the master problem needs a regularizer weight")
+        if not (type(lam) is float and 0.0 < lam < math.inf):  # the solvers' case: no re-check
+            lam = check_positive(lam, "lam", hint="the master problem needs a regularizer weight")
         n = int(getattr(bundle, "n", 0))
         if n == 0:
             raise ValueError(
                 "the bundle is empty: add at least one plane before solving the master problem"
             )
         blocks = bundle_blocks(bundle)
-        if tol is not None:
+        if tol is not None and not (type(tol) is float and 0.0 <= tol < math.inf):
             tol = check_positive(tol, "tol", strict=False)
         return self._solve(bundle, reg, lam, warm_start(warm, n, blocks), tol, deadline)
 
@@ -164,7 +166,7 @@ def bundle_blocks(bundle) -> Blocks:
     n = int(bundle.n)
     n_blocks = int(getattr(bundle, "n_blocks", 1))
     if n_blocks == 1:
-        return Blocks.single(n)
+        return _single_blocks(n)
     labels = np.asarray(bundle.block, dtype=np.int64)
     if labels.shape != (n,) or (n and (labels.min() < 0 or labels.max() >= n_blocks)):
         raise ValueError(
@@ -179,6 +181,13 @@ def bundle_blocks(bundle) -> Blocks:
             "model's floor (bundle.add_fixed(0, floor, block=p)) or a first cut before solving"
         )
     return blocks
+
+
+@functools.lru_cache(maxsize=256)
+def _single_blocks(n: int) -> Blocks:
+    """``Blocks.single(n)``, shared: a master solve asks for it twice per call and a run's
+    bundle sizes repeat (every method reads a Blocks object, none writes to it)."""
+    return Blocks.single(n)
 
 
 def warm_start(warm, n: int, blocks: Blocks | None = None) -> np.ndarray | None:

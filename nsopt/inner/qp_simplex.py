@@ -73,9 +73,12 @@ References
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
-from scipy.linalg import lstsq
+from scipy.linalg import get_lapack_funcs
+from scipy.linalg.lapack import _compute_lwork
 
 from ..regularizers import scaled_conjugate
 from ._base import (InnerSolution, past, InnerSolver, bundle_blocks, check_int_option, default_tol,
@@ -89,9 +92,12 @@ _BUDGET_FACTOR = 2  # SMO updates per support plane between support checks
 _MAX_STALLS = 3  # checks in a row without an increase of D beyond rounding end a solve
 
 
-def _c_block(G):
+def _c_block(G, buffer=None):
     """A C-contiguous array whose leading ``n x n`` block is ``G`` (n x n): ``G`` itself, the
     array it is a leading block of (the bundle's Gram buffer: ``G`` is a view of it), or a copy.
+    ``buffer``: a C-contiguous array known to have ``G`` as its leading block (a
+    :class:`~nsopt.bundle.PlaneBundle`'s ``_G``, whose ``G`` is ``_G[:n, :n]``), returned
+    without the layout checks when it is ``G``'s base.
 
     So :func:`_smo` sees one array layout and is compiled once: passed as is, the bundle's
     view (layout 'A') and the full buffer once the bundle is at capacity (layout 'C') were two
@@ -100,12 +106,30 @@ def _c_block(G):
     if G.flags.c_contiguous:
         return G
     base = G.base
+    if base is buffer:  # the bundle's own Gram buffer, G = buffer[:n, :n] (checked by the caller)
+        return base
     if (isinstance(base, np.ndarray) and base.ndim == 2 and base.flags.c_contiguous
             and base.dtype == G.dtype and base.strides == G.strides
             and base.shape[0] >= G.shape[0] and base.shape[1] >= G.shape[1]
             and base.__array_interface__["data"][0] == G.__array_interface__["data"][0]):
         return base
     return np.ascontiguousarray(G)
+
+
+_PLANE_BUNDLE = None
+
+
+def _gram_buffer(bundle):
+    """The C-contiguous buffer whose leading ``n x n`` block is ``bundle.G``, for a
+    :class:`~nsopt.bundle.PlaneBundle` (its ``_G``), else None."""
+    global _PLANE_BUNDLE
+    if _PLANE_BUNDLE is None:  # imported on first use: no import-order tie between the modules
+        from ..bundle import PlaneBundle as _PLANE_BUNDLE
+    if type(bundle) is _PLANE_BUNDLE:
+        buffer = bundle._G
+        if buffer.flags.c_contiguous and buffer.dtype == np.float64:
+            return buffer
+    return None
 
 
 @njit(cache=True)
@@ -254,10 +278,11 @@ class QPSimplex(InnerSolver):
                 alpha[int(np.argmax(score))] = 1.0
         else:
             alpha = warm
-        grad, viol, dual, target, noise = self._measure(bundle, lam, alpha, tol, blocks)
+        b_max = float(np.abs(b).max())  # |b|'s part of the rounding floor, fixed in the solve
+        grad, viol, dual, target, noise = self._measure(bundle, lam, alpha, tol, blocks, b_max)
         n_iter = polishes = stalls = 0
         best = dual
-        G_smo = _c_block(G)
+        G_smo = _c_block(G, _gram_buffer(bundle))
         while viol > target and n_iter < self.max_iter and not past(deadline):
             # SMO pair updates, in rounds of a few per plane of the support ...
             support = alpha > 0
@@ -265,11 +290,11 @@ class QPSimplex(InnerSolver):
             it, smo_viol = _smo(G_smo, b, lam, alpha, grad, blocks.labels, blocks.n_blocks,
                                 target, 0.0, min(budget, self.max_iter - n_iter))
             n_iter += it
-            stable = bool(np.array_equal(alpha > 0, support))
+            stable = not ((alpha > 0) != support).any()
             can_polish = polishes < self.polish_rounds
             if not (smo_viol <= target or it == 0 or (stable and can_polish)):
                 continue
-            grad, viol, dual, target, noise = self._measure(bundle, lam, alpha, tol, blocks)
+            grad, viol, dual, target, noise = self._measure(bundle, lam, alpha, tol, blocks, b_max)
             if viol <= target:
                 break
             # stalled at the rounding level: SMO's rounds (and polishes) no longer raise D
@@ -286,7 +311,7 @@ class QPSimplex(InnerSolver):
             # ... then, once the support stops changing, the exact maximiser on its face
             polished = _polish(G, b, lam, alpha, blocks, _max_drops(blocks.n_blocks))
             polishes += 1
-            trial = self._measure(bundle, lam, polished, tol, blocks)
+            trial = self._measure(bundle, lam, polished, tol, blocks, b_max)
             if trial[2] >= dual - 8 * _EPS * (abs(dual) + 1.0):
                 alpha = polished
                 grad, viol, dual, target, noise = trial
@@ -299,7 +324,7 @@ class QPSimplex(InnerSolver):
         return finish_quadratic(bundle, reg, lam, alpha, n_iter, blocks)
 
     @staticmethod
-    def _measure(bundle, lam, alpha, tol, blocks):
+    def _measure(bundle, lam, alpha, tol, blocks, b_max=None):
         """``(grad, violation, D, target, noise)`` at ``alpha``, the gradient afresh from ``w``.
 
         ``<a_i, w> + b_i`` in O(n d) is more accurate than ``b - G alpha / lam``, whose terms
@@ -307,16 +332,84 @@ class QPSimplex(InnerSolver):
         ``tol`` (default ``1e-12 (1 + |D|)``) but no less than the rounding of the plane values.
         The violation is the largest over the blocks. ``noise`` is the change of ``D`` taken
         for rounding when deciding whether the solve still makes progress: that floor plus
-        ``8 eps (1 + |D|)``.
+        ``8 eps (1 + |D|)``. ``b_max``: ``max |b_i|`` when the caller has it (it is fixed during
+        a solve).
         """
         b = bundle.b
         grad = plane_values(bundle, primal_point(bundle, lam, alpha))
-        viol = blocks.violation(alpha, grad)
         dual = 0.5 * float(alpha @ (b + grad))  # D = alpha^T (b + g) / 2 for the quadratic
-        scale = float(np.max(np.abs(b)) + np.max(np.abs(grad - b)))
-        floor = 4.0 * _EPS * np.sqrt(b.size + bundle.dim) * scale
+        if b_max is None:
+            b_max = float(np.abs(b).max())
+        fused = _fused_extremes(alpha, grad, b, blocks)
+        if fused is not None:
+            viol, dev = fused
+        else:
+            viol = blocks.violation(alpha, grad)
+            dev = np.abs(grad - b).max()
+        scale = float(b_max + dev)
+        floor = 4.0 * _EPS * math.sqrt(b.size + bundle.dim) * scale
         noise = floor + 8.0 * _EPS * (1.0 + abs(dual))
         return grad, viol, dual, max(default_tol(tol, dual), floor), noise
+
+
+@njit(cache=True)
+def _extremes(alpha, grad, b):  # pragma: no cover - compiled
+    """``(max g - min_{alpha>0} g, max |g - b|, clean)`` in one pass; ``clean`` is False when
+    ``g`` or ``g - b`` holds a NaN or ``alpha`` has no positive entry (the caller then uses numpy's
+    reductions, which treat those cases their own way)."""
+    gmax = -np.inf
+    gmin = np.inf
+    dev = 0.0
+    support = False
+    for k in range(grad.shape[0]):
+        g = grad[k]
+        if g != g:
+            return 0.0, 0.0, False
+        if g > gmax:
+            gmax = g
+        if alpha[k] > 0.0:
+            support = True
+            if g < gmin:
+                gmin = g
+        e = abs(g - b[k])
+        if e != e:  # inf - inf
+            return 0.0, 0.0, False
+        if e > dev:
+            dev = e
+    return gmax - gmin, dev, support
+
+
+def _fused_extremes(alpha, grad, b, blocks):
+    """``(blocks.violation(alpha, grad), max |grad - b|)`` by one compiled pass for one block and
+    C-contiguous float64 vectors (the values are exact, so the same as numpy's), else None."""
+    if blocks.n_blocks != 1:
+        return None
+    for v in (alpha, grad, b):
+        if type(v) is not np.ndarray or v.dtype != np.float64 or not v.flags.c_contiguous:
+            return None
+    viol, dev, clean = _extremes(alpha, grad, b)
+    return (viol, dev) if clean else None
+
+
+_GELSY, _GELSY_LWORK = get_lapack_funcs(("gelsy", "gelsy_lwork"), (np.zeros((1, 1)), np.zeros(1)))
+_LWORK: dict[int, int] = {}
+
+
+def _lstsq(K, rhs):
+    """``scipy.linalg.lstsq(K, rhs, lapack_driver="gelsy", check_finite=False)[0]`` for a
+    square float64 ``K`` (k x k, ``k >= 1``) and a k-vector ``rhs``: the same LAPACK call with the
+    same workspace and ``cond`` (so the same bits), without the wrapper's per-call checks and
+    workspace query (about 15 us of the ~25 us a polish round spent there on a 10 x 10 system).
+    """
+    k = K.shape[0]
+    lwork = _LWORK.get(k)
+    if lwork is None:
+        lwork = _LWORK[k] = _compute_lwork(_GELSY_LWORK, k, k, 1, _EPS)
+    jptv = np.zeros((k, 1), dtype=np.int32)
+    x, info = _GELSY(K, rhs, jptv, _EPS, lwork, False, False)[1::3]
+    if info < 0:  # pragma: no cover - a malformed call, never a property of the data
+        raise ValueError(f"illegal value in argument {-info} of LAPACK gelsy")
+    return x
 
 
 def _max_drops(n_blocks: int) -> int:
@@ -337,13 +430,14 @@ def _polish(G, b, lam, alpha, blocks, max_drops=_MAX_DROPS):
     """
     start, alpha = alpha, alpha.copy()
     labels = blocks.labels
-    support = np.flatnonzero(alpha > 0)
+    support = (alpha > 0).nonzero()[0]
     for _ in range(max_drops + 1):
         if support.size <= blocks.n_blocks:  # one plane per block: the face is a point
             break
         k = support.size
-        H = G[np.ix_(support, support)] / lam
-        c = max(float(np.mean(np.abs(np.diag(H)))), 1e-300) ** 0.5  # balance the two blocks
+        H = G[support[:, None], support] / lam
+        # the mean of |diag H| as np.mean forms it (a sum divided by k), without its wrapper
+        c = max(float(np.add.reduce(np.abs(H.diagonal()))) / k, 1e-300) ** 0.5  # balance the blocks
         P = blocks.n_blocks
         K = np.zeros((k + P, k + P))
         K[:k, :k] = H
@@ -354,8 +448,10 @@ def _polish(G, b, lam, alpha, blocks, max_drops=_MAX_DROPS):
             rows = np.arange(k)
             K[rows, k + labels[support]] = c
             K[k + labels[support], rows] = c
-        rhs = np.concatenate((b[support], np.full(P, c)))
-        solution = lstsq(K, rhs, lapack_driver="gelsy", check_finite=False)[0]
+        rhs = np.empty(k + P)
+        rhs[:k] = b[support]
+        rhs[k:] = c
+        solution = _lstsq(K, rhs)
         target = solution[:k]
         current = alpha[support]
         step = target - current
@@ -363,25 +459,25 @@ def _polish(G, b, lam, alpha, blocks, max_drops=_MAX_DROPS):
         if ray is not None:  # D grows without bound on the face: follow it to a bound
             if not float((b[support] - H @ current) @ ray) > 0:
                 break
-            down = np.flatnonzero(ray < 0)
+            down = (ray < 0).nonzero()[0]
             ratios = current[down] / -ray[down]
-            r = int(np.argmin(ratios))
+            r = int(ratios.argmin())
             alpha[support] = np.maximum(current + ratios[r] * ray, 0.0)
             alpha[support[down[r]]] = 0.0
-            support = np.flatnonzero(alpha > 0)
+            support = (alpha > 0).nonzero()[0]
             continue
         down = step < 0
         if not down.any():
             alpha[support] = np.maximum(target, 0.0)
             break
         ratios = current[down] / -step[down]
-        r = int(np.argmin(ratios))
+        r = int(ratios.argmin())
         if ratios[r] >= 1.0:
             alpha[support] = np.maximum(target, 0.0)
             break
         alpha[support] = np.maximum(current + ratios[r] * step, 0.0)
-        alpha[support[np.flatnonzero(down)[r]]] = 0.0
-        support = np.flatnonzero(alpha > 0)
+        alpha[support[down.nonzero()[0][r]]] = 0.0
+        support = (alpha > 0).nonzero()[0]
     if blocks.multi and not np.all(blocks.sums(alpha) > 0):  # pragma: no cover - rounding guard
         return start.copy()  # a block lost all its weight: keep the start (a rejected polish)
     return blocks.normalize(alpha)
@@ -400,7 +496,9 @@ def _unbounded_ray(K, rhs, solution, k, labels, n_blocks):
     is consistent (to about :math:`\sqrt\epsilon` relative).
     """
     residual = rhs - K @ solution
-    if not np.linalg.norm(residual) > np.sqrt(_EPS) * (np.linalg.norm(rhs) + 1e-300):
+    # the Euclidean norms as np.linalg.norm computes them (sqrt of the dot), without its wrapper
+    if not (math.sqrt(float(residual @ residual))
+            > math.sqrt(_EPS) * (math.sqrt(float(rhs @ rhs)) + 1e-300)):
         return None
     ray = residual[:k]
     counts = np.maximum(np.bincount(labels, minlength=n_blocks), 1)
@@ -419,7 +517,7 @@ def finish_quadratic(bundle, reg, lam, alpha, n_iter, blocks=None) -> InnerSolut
     if blocks is None:
         blocks = bundle_blocks(bundle)
     a_bar = bundle.rmatvec(alpha)
-    support = np.flatnonzero(alpha)
+    support = alpha.nonzero()[0]
     b_dot = float(alpha[support] @ bundle.b[support])
     dual = b_dot - scaled_conjugate(reg, a_bar, lam)
     if bundle.metric is not None:

@@ -183,12 +183,12 @@ def solve_master(problem, bundle: PlaneBundle, alpha: np.ndarray, n_new: int, ma
     # a gap that rounding made <= 0 asks for a solve to rounding (tol None), never a negative tol
     tol = (inner_rtol * outer_gap
            if inner_rtol > 0 and math.isfinite(outer_gap) and outer_gap > 0 else None)
+    reg, lam = problem.reg, problem.lam  # read once (an oracle forwards them: not free)
     t0 = time.perf_counter()
-    sol = master.solve(bundle, problem.reg, problem.lam, warm=warm, tol=tol,
-                       deadline=problem.deadline)
+    sol = master.solve(bundle, reg, lam, warm=warm, tol=tol, deadline=problem.deadline)
     seconds = time.perf_counter() - t0
     bundle.update_ages(sol.alpha)
-    value, a_bar, b_bar, evidence = bundle.certify(problem.reg, problem.lam, sol.alpha)
+    value, a_bar, b_bar, evidence = bundle.certify(reg, lam, sol.alpha)
     return Master(sol.alpha, value, freeze(sol.w), a_bar, b_bar, seconds, sol.n_iter, evidence)
 
 
