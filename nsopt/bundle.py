@@ -662,7 +662,7 @@ class PlaneBundle:
         positive multiplier has none. A dual point is returned deferred
         (:class:`_DeferredDualPoint`): its ``t``, O(n m) to form, is combined on first read
         (a certificate built or checked), not at every iteration's bound."""
-        from .certificate import DualPoint, QueryPoints
+        from .certificate import QueryPoints
 
         alpha = np.asarray(alpha, dtype=np.float64)[: self.n]
         index = alpha.nonzero()[0]

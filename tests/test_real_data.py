@@ -1,5 +1,4 @@
 """Real data (slow; skipped when ../shared/data is absent): BMRM on a9a against liblinear."""
-import numpy as np
 import pytest
 
 import nsopt
