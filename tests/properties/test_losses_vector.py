@@ -515,13 +515,36 @@ def test_exact_line_minimize_vs_grid(kind, data):
     loss = case.loss(data.draw(st.booleans()))
     line = nsopt.RegularizedRisk(loss, L2(), lam).restrict(case.w, case.p)
     _check_line_minimum(line, line.minimize())
-    # the bare hinge-type loss is piecewise linear: its minimiser on [0, 2] is a kink or an end
     if kind != "softmax":
-        bare = loss.restrict(case.w, case.p)
-        eta = bare.minimize(0.0, 2.0)
-        grid = np.linspace(0.0, 2.0, 4001)
-        assert bare.value(eta) <= min(bare.value(t) for t in grid) + 1e-12
-        assert eta in (0.0, 2.0) or np.isclose(bare.breakpoints(), eta, rtol=0, atol=1e-12).any()
+        _check_bare_piecewise_minimum(loss.restrict(case.w, case.p))
+
+
+def _check_bare_piecewise_minimum(bare):
+    """The bare hinge-type loss is piecewise linear: a minimiser on [0, 2] is a kink, an end,
+    or a point of a flat piece (both one-sided derivatives zero to rounding: every point of
+    that piece is a minimiser, and the closed form may land inside it)."""
+    eta = bare.minimize(0.0, 2.0)
+    grid = np.linspace(0.0, 2.0, 4001)
+    assert bare.value(eta) <= min(bare.value(t) for t in grid) + 1e-12
+    at_kink = np.isclose(bare.breakpoints(), eta, rtol=0, atol=1e-12).any()
+    flat = abs(bare.derivative(eta, -1)) <= 1e-12 and abs(bare.derivative(eta, 1)) <= 1e-12
+    assert eta in (0.0, 2.0) or at_kink or flat, (eta, bare.breakpoints())
+
+
+def test_bare_minimum_inside_a_flat_piece():
+    """Explore-profile find (seed 25754): a multilabel line flat on [-0.05, 1/14] (derivative
+    -2.2e-16 there, by rounding), minimised at 1/14 - 1.25e-11 by the affine closed form: a
+    true minimiser, not a kink; the old check demanded a kink or an end."""
+    X = np.array([[-2.0, -2.0, 0.0], [0.0, 0.0, 0.0], [-1.0, 0.0, 1.0], [0.0, 1.0, -0.5],
+                  [0.5, 0.0, 1.0], [-0.5, 1.0, -2.0]])
+    y = np.array([[0, 0, 1, 0], [0, 0, 0, 0], [1, 0, 1, 0], [0, 1, 0, 0], [0, 0, 0, 1],
+                  [1, 0, 0, 0]], dtype=np.float64)
+    w = np.array([0.0, 0.0, -0.5, 0.625, 0.0, 0.0, 0.0, -0.75, 0.5, -0.625, 0.0, 0.0])
+    p = np.array([-0.5, -1.25, 0.75, 0.5, 0.0, 1.75, -1.75, 0.0, 1.5, -0.25, 0.0, 0.0])
+    bare = MultilabelHinge(X, y).restrict(w, p)
+    _check_bare_piecewise_minimum(bare)
+    # the piece left of 1/14 is flat: the value there equals the value at the kink
+    assert bare.value(0.0) == pytest.approx(bare.value(1.0 / 14.0), abs=1e-12)
 
 
 @pytest.mark.parametrize("kind", KINDS)
