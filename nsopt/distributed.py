@@ -1404,6 +1404,10 @@ class ShardedDualPoint(Evidence):
 # ----------------------------------------------------------------------------------------
 # builders
 # ----------------------------------------------------------------------------------------
+#: seconds a builder waits for a worker when the cluster has none running
+WORKER_WAIT_SECONDS = 30.0
+
+
 def _client_and_workers(client):
     _require_dask()
     owns = False
@@ -1415,7 +1419,14 @@ def _client_and_workers(client):
         client, owns = distributed.Client(client), True
     workers = sorted(client.scheduler_info()["workers"])
     if not workers:
-        raise ValueError("the Dask cluster has no workers")
+        # a cluster that is starting, or restarting its workers after a loss, may have none
+        # running for a moment (seen in CI: a LocalCluster between two tests)
+        try:
+            client.wait_for_workers(1, timeout=WORKER_WAIT_SECONDS)
+        except TimeoutError as exc:  # distributed's WorkerStartTimeoutError
+            raise ValueError(f"the Dask cluster has no workers (none came within "
+                             f"WORKER_WAIT_SECONDS = {WORKER_WAIT_SECONDS:g} s)") from exc
+        workers = sorted(client.scheduler_info()["workers"])
     return client, workers, owns
 
 

@@ -365,3 +365,27 @@ def test_vector_losses_on_shards(client, loss_cls, method, options):
     res = nsopt.minimize(Js, method=method, rtol=0.0, max_iter=20, **options)
     assert res.nit == ref.nit and _rel(res.x, ref.x) <= 1e-10
     assert res.certificate.check(Js) <= res.fun
+
+
+def test_builders_wait_for_a_worker_that_is_starting(data, monkeypatch):
+    """A cluster with no worker running yet (starting, or restarting one after a loss): shard
+    waits up to WORKER_WAIT_SECONDS for one (CI once caught a LocalCluster with none between
+    two tests), and says so by name when none comes."""
+    import threading
+
+    X, y = data
+    J = _risk(nsopt.losses.Hinge, data)
+    with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None) as cl, \
+            distributed.Client(cl) as c:
+        monkeypatch.setattr(nd, "WORKER_WAIT_SECONDS", 0.3)
+        with pytest.raises(ValueError, match="no workers.*WORKER_WAIT_SECONDS"):
+            nd.shard(J, n_shards=2, client=c)
+        monkeypatch.setattr(nd, "WORKER_WAIT_SECONDS", 60.0)
+        timer = threading.Timer(0.5, cl.scale, args=(1,))
+        timer.start()
+        try:
+            Js = nd.shard(J, n_shards=2, client=c)
+            w = np.linspace(-1.0, 1.0, X.shape[1])
+            assert Js.value(w) == pytest.approx(J.value(w), rel=1e-12)
+        finally:
+            timer.cancel()
