@@ -22,6 +22,8 @@ direction and :math:`\Phi` is bounded below, steps satisfying both exist ([YVGS1
 :func:`wolfe_line_search` finds one by bracketing and zoom with safeguarded interpolation;
 :func:`exact_line_search` returns :math:`\eta^* = \arg\min_{\eta \ge 0}\Phi(\eta)` where the line
 knows its breakpoints (``LineFunction.minimize``), else falls back to the Wolfe search.
+:func:`smooth_line_search` is exact on a differentiable loss's line plus a regularizer's line
+with cheap derivatives (a bracketed secant over the regularizer's breakpoints; LS-BMRM's L1 path).
 
 References
 ----------
@@ -36,9 +38,11 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+import numpy as np
+
 from .oracle import LineFunction, NonConvexError, WrappedLine, rounding_allowance
 
-__all__ = ["LineSearchResult", "wolfe_line_search", "exact_line_search"]
+__all__ = ["LineSearchResult", "wolfe_line_search", "exact_line_search", "smooth_line_search"]
 
 
 class LineSearchResult(NamedTuple):
@@ -261,3 +265,167 @@ def exact_line_search(line: LineFunction, lo: float = 0.0, hi: float = math.inf,
         return LineSearchResult(math.inf, -math.inf, counted.n, False, True)
     value = float(counted.value(eta))
     return LineSearchResult(eta, value, counted.n, True, True)
+
+
+def _smooth_plus_cheap(line):
+    r"""``(S, K)`` when ``line`` is :math:`\varphi = S + K` with :math:`S` the line of a
+    differentiable loss (``line.lines[0].loss.differentiable``: :math:`S'` continuous, one
+    O(m) pass over the scores per derivative) and :math:`K` a regularizer's line with cheap
+    exact one-sided derivatives and known breakpoints (O(d), no data); else None."""
+    parts = getattr(line, "lines", None)
+    if parts is None or len(parts) != 2:
+        return None
+    s, k = parts
+    if not getattr(getattr(s, "loss", None), "differentiable", False):
+        return None
+    if not (getattr(s, "cheap_derivative", False) and getattr(k, "cheap_derivative", False)):
+        return None
+    bps = k.breakpoints()
+    if bps is None:
+        return None
+    return s, k, np.asarray(bps, dtype=np.float64)
+
+
+def _model_root(a, b, s_at, k_der, bps):
+    """The root in ``[a, b]`` of the nondecreasing model ``m(eta) = s_at(eta) + K'(eta)``
+    (``s_at`` affine, ``K'`` the exact one-sided derivative of the cheap part, affine between
+    its breakpoints ``bps`` or modelled so): a breakpoint where ``m`` changes sign, else the
+    linear root on the piece between the breakpoints that bracket it."""
+    lo = int(np.searchsorted(bps, a, side="right"))
+    hi = int(np.searchsorted(bps, b, side="left"))
+    inner = bps[lo:hi]                       # the breakpoints strictly inside (a, b)
+    i, j = 0, inner.size                     # first index with m(inner[k]+) >= 0
+    while i < j:
+        mid = (i + j) // 2
+        if s_at(inner[mid]) + k_der(inner[mid], 1) >= 0:
+            j = mid
+        else:
+            i = mid + 1
+    left = inner[i - 1] if i > 0 else a
+    right = inner[i] if i < inner.size else b
+    m_right = s_at(right) + k_der(right, -1)
+    if right < b and m_right <= 0:           # the kink itself
+        return float(right)
+    m_left = s_at(left) + k_der(left, 1)
+    if not (m_left < 0 < m_right):
+        return float(left if m_left >= 0 else right)
+    return float(left + (right - left) * (-m_left / (m_right - m_left)))
+
+
+def smooth_line_search(line, guess: float = 1.0, max_evals: int = 60):
+    r"""The exact minimiser over :math:`\eta \ge 0` of a line :math:`\varphi = S + K` of a
+    differentiable loss :math:`S` plus a regularizer's line :math:`K` with cheap one-sided
+    derivatives and breakpoints (L1, elastic net, L2), by a bracketed secant method on
+    :math:`S'` combined with the exact :math:`K'`; None when the line is not of that form
+    (then :func:`~nsopt.linesearch.exact_line_search` serves).
+
+    Each trial step is the root of :math:`\hat S'(\eta) + K'(\eta)` with :math:`\hat S'` the
+    line through the last evaluation of :math:`S'` with the slope of the secant of the last two
+    (on a loss without kinks, the tangent of the parabola through the last three; the
+    bracket's secant when the slope is not positive): found over :math:`K`'s breakpoints
+    without touching the data, so a kink of the L1 norm is located exactly and the smooth
+    part converges superlinearly. A step whose correction is below 1e-10 of itself (and
+    crosses no breakpoint) is taken without another evaluation; three moves of one end of a
+    bracket in a row are followed by a bisection. Only
+    :math:`S'` costs a pass over the m scores (no data pass: the line's scores are kept);
+    a step ends the search when :math:`0 \in \partial\varphi(\eta)` as computed, when the
+    smooth derivative vanishes to rounding, or when the bracket has shrunk to rounding.
+    The generic search ([YVGS10]_-style bisection over all breakpoints, then Brent on the
+    last piece) needs about 17 derivative calls on a9a (L1 logistic); this one 4-7.
+
+    Parameters
+    ----------
+    line : LineFunction
+    guess : float > 0, default 1
+        The first trial step (LS-BMRM passes the last step taken: successive steps are of
+        one size, and a first bracket around the root makes the secant accurate at once).
+    max_evals : int
+        Evaluations of :math:`S'` at most (then None: the generic search takes over).
+
+    Returns
+    -------
+    LineSearchResult or None
+        ``exact=True`` with ``value`` :math:`\varphi(\eta)` (one value pass), ``eta = inf``
+        and ``value = -inf`` when :math:`\varphi` decreases without bound.
+    """
+    split = _smooth_plus_cheap(line)
+    if split is None:
+        return None
+    s_line, k_line, bps = split
+    k_memo = {}
+
+    def k_der(eta, side=1):  # O(d) each: the model roots probe the same breakpoints again
+        key = (eta, side)
+        v = k_memo.get(key)
+        if v is None:
+            v = k_memo[key] = float(k_line.derivative(eta, side))
+        return v
+    eps = np.finfo(np.float64).eps
+    n = 0
+
+    def s_der(eta):
+        nonlocal n
+        n += 1
+        return float(s_line.derivative(eta, 1))  # differentiable: both sides agree
+
+    def done(eta):
+        nonlocal n
+        n += 1
+        return LineSearchResult(float(eta), float(line.value(eta)), n, True, True)
+
+    a, sa = 0.0, s_der(0.0)                  # phi'(a+) < 0 throughout
+    if sa + k_der(0.0, 1) >= 0:
+        return done(0.0)
+    b, sb = math.inf, math.nan               # phi'(b-) > 0 once finite
+    x1, s1 = a, sa                           # the last evaluations of S', newest first
+    # a loss without kinks (logistic) has a smooth S': three points model its curvature; a
+    # piecewise-quadratic one (squared hinge) has an S' with corners, where secants do better
+    smooth = getattr(s_line.loss, "kinks", lambda: ())() is None
+    x2 = s2 = None
+    t = float(guess) if math.isfinite(guess) and guess > 0 else 1.0
+    same_side, last_side = 0, None           # a stall: one end keeps moving, the other not
+    while n < max_evals:
+        st = s_der(t)
+        left, right = st + k_der(t, -1), st + k_der(t, 1)
+        if left <= 4 * eps * (abs(st) + abs(left)) and right >= -4 * eps * (abs(st) + abs(right)):
+            return done(t)                   # 0 in the subdifferential, to rounding
+        moved_a = right < 0
+        if moved_a:
+            a, sa = t, st
+        else:
+            b, sb = t, st
+        # regula falsi's stall (one end of a bracket keeps moving): bisect instead
+        same_side = same_side + 1 if moved_a == last_side and math.isfinite(b) else 1
+        last_side = moved_a
+        x1, s1, x2, s2, x3, s3 = t, st, x1, s1, x2, s2
+        if math.isfinite(b) and b - a <= 4 * eps * b:
+            return done(b if abs(sb + k_der(b, -1)) < abs(sa + k_der(a, 1)) else a)
+        if a > 1e300:
+            return LineSearchResult(math.inf, -math.inf, n, False, True)
+        slope = (s1 - s2) / (x1 - x2) if x1 != x2 else math.nan
+        if smooth and x3 is not None and x3 != x1 and x3 != x2 and math.isfinite(slope):
+            # the tangent at x1 of the parabola through three evaluations (order 1.84
+            # instead of the secant's 1.62): S' is smooth, and curved over long lines
+            curv = (slope - (s2 - s3) / (x2 - x3)) / (x1 - x3)
+            tangent = slope + curv * (x1 - x2)
+            if math.isfinite(tangent) and tangent > 0:
+                slope = tangent
+        if not (math.isfinite(slope) and slope > 0) and math.isfinite(b):
+            x1, s1, slope = b, sb, (sb - sa) / (b - a)   # the bracket's secant
+        # where the model may look: the bracket, or up to 4 times the last point beyond it
+        top = b if math.isfinite(b) else 4.0 * max(x1, x2, a)
+        t = math.nan
+        if same_side < 4 and math.isfinite(slope) and slope > 0:
+            root = _model_root(a, top, lambda e, x=x1, sx=s1, sl=slope: sx + sl * (e - x),
+                               k_der, bps)
+            if a < root <= top and (root < b or not math.isfinite(b)):
+                t = root
+                # the secant's correction below 1e-10 of the step: its error is of the
+                # order of that squared (superlinear), below rounding; no more evaluations
+                if abs(root - x1) <= 1e-10 * root \
+                        and not np.any((bps > min(root, x1)) & (bps < max(root, x1))):
+                    return done(root)
+        if not math.isfinite(t):
+            t = 0.5 * (a + b) if math.isfinite(b) else 4.0 * max(a, x1)
+            same_side = 0
+    return None

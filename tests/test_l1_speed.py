@@ -2,7 +2,7 @@
 L1 path cheap per iteration, each against the slower reference it replaced.
 
 * the secant line search of a differentiable loss plus a regularizer's line
-  (:func:`nsopt.solvers.ls_bmrm.smooth_line_search`) against the generic exact search
+  (:func:`nsopt.linesearch.smooth_line_search`) against the generic exact search
   (:func:`nsopt.linesearch.exact_line_search`): the same minimum, fewer loss derivatives;
 * the hot-started L1 master LP (:class:`nsopt.inner.LPSimplex`, ``hot_start=True``) against
   the LP solved from scratch, through adds, drops and aggregations of the bundle;
@@ -27,7 +27,7 @@ from nsopt.inner.level_master import BoxModelLP, highs_available
 from nsopt.linesearch import exact_line_search
 from nsopt.losses import Hinge, Logistic, SquaredHinge
 from nsopt.regularizers import L1, L2, ElasticNet
-from nsopt.solvers.ls_bmrm import smooth_line_search
+from nsopt.linesearch import smooth_line_search
 
 from cvxref import small_binary
 
