@@ -409,6 +409,36 @@ def _contains(outer, inner) -> bool:
     return bool(np.all(lb <= inner[1]) and np.all(inner[2] <= ub))
 
 
+def _stated_rows(A_ub, b_ub, d):
+    """The rows a caller states to :meth:`Certificate.check` (None when neither is given)."""
+    if A_ub is None and b_ub is None:
+        return None
+    if A_ub is None or b_ub is None:
+        raise ValueError("A_ub and b_ub go together: give both, or neither")
+    A = np.asarray(A_ub.toarray() if sp.issparse(A_ub) else A_ub, dtype=np.float64)
+    A = A.reshape(1, -1) if A.ndim == 1 else A
+    b = np.asarray(b_ub, dtype=np.float64).reshape(-1)
+    if A.ndim != 2 or A.shape[1] != d or b.shape != (A.shape[0],):
+        raise ValueError(f"A_ub must have shape (m, {d}) and b_ub (m,), got {A.shape} and "
+                         f"{b.shape}")
+    return A, b
+
+
+def _rows_contain(evidence_rows, stated) -> bool:
+    """Whether the set of the evidence's rows contains the set of the ``stated`` rows
+    (``(A, b)`` or None): every evidence row is a stated row, with a right-hand side at least
+    the stated one (a sufficient test, exact in floating point)."""
+    if stated is None:
+        return False
+    A, b = evidence_rows[0], evidence_rows[1]
+    SA, Sb = stated
+    for k in range(A.shape[0]):
+        same = np.all(SA == A[k], axis=1)
+        if not np.any(same & (Sb <= b[k])):
+            return False
+    return True
+
+
 def _describe(region) -> str:
     if region[0] == "all":
         return "the whole space"
@@ -441,6 +471,13 @@ class OraclePlanes(Evidence):
     * a box ``lb <= y <= ub`` (entries may be infinite; scipy's ``bounds``): :math:`\bar b +
       \sum_j \min(\bar a_j lb_j, \bar a_j ub_j)` (a coordinate with an infinite side needs the
       exact sign of :math:`\bar a_j`, as above).
+
+    * a box and rows ``A_ub y <= b_ub`` with multipliers ``y_ub`` :math:`= \eta \ge 0`
+      (the ``bounds``, ``A_ub``, ``b_ub`` options of a run): weak duality,
+      :math:`\bar b - \eta^T b_{ub} + \sum_j \min(r_j lb_j,\ r_j ub_j)` with
+      :math:`r = \bar a + A_{ub}^T\eta`, valid for *any* :math:`\eta \ge 0`, so forged
+      multipliers can only lower it (coordinates with an infinite side need the exact sign of
+      :math:`r_j`, computed as above over the planes and the rows).
 
     The bound is a lower bound on :math:`f^*` when :math:`f^*` is the minimum over the region: a
     box constrains the problem (then the certificate's ``x`` must lie in it), a ball states where
@@ -475,7 +512,30 @@ class OraclePlanes(Evidence):
     lb: np.ndarray | None = None
     ub: np.ndarray | None = None
     plane: tuple | None = field(default=None, repr=False)
+    A_ub: np.ndarray | None = field(default=None, repr=False)
+    b_ub: np.ndarray | None = None
+    y_ub: np.ndarray | None = None
     kind = "oracle-planes"
+
+    def rows(self, d: int):
+        r"""The validated rows ``(A_ub, b_ub, y_ub)`` (None without): the region is then
+        :math:`\{lb \le x \le ub,\ A_{ub} x \le b_{ub}\}` and ``y_ub >= 0`` are the rows'
+        multipliers (one per row)."""
+        if self.A_ub is None and self.b_ub is None and self.y_ub is None:
+            return None
+        if self.A_ub is None or self.b_ub is None or self.y_ub is None:
+            _fail("rows need A_ub, b_ub and their multipliers y_ub together")
+        if self.lb is None or self.ub is None:
+            _fail("rows A_ub x <= b_ub come with a box lb, ub (infinite entries allowed)")
+        A = _finite_array(self.A_ub, "A_ub")
+        if A.ndim != 2 or A.shape[1] != d:
+            _fail(f"A_ub has shape {A.shape}, expected (m, {d})")
+        m = A.shape[0]
+        b = _finite_array(self.b_ub, "b_ub", (m,))
+        y = _finite_array(self.y_ub, "the row multipliers y_ub", (m,))
+        if np.any(y < 0):
+            _fail("the row multipliers y_ub must be >= 0")
+        return A, b, y
 
     def region(self, d: int):
         """The validated region: ``("all",)``, ``("ball", centre, radius)`` or ``("box", lb, ub)``."""
@@ -546,6 +606,9 @@ class OraclePlanes(Evidence):
         elif region[0] == "all":
             lb, ub = np.full(d, -math.inf), np.full(d, math.inf)
         keep_rows = lb is not None and not (np.all(np.isfinite(lb)) and np.all(np.isfinite(ub)))
+        cons = self.rows(d)
+        if cons is not None and region[0] != "box":
+            _fail("rows A_ub x <= b_ub come with a box, not a ball")
 
         a_hat, abs_a = np.zeros(d), np.zeros(d)
         used_w, b_terms, rows = [], [], []
@@ -584,7 +647,10 @@ class OraclePlanes(Evidence):
             slope2 += W[i] * float(np.linalg.norm(g))
             if keep_rows:
                 rows.append(g)
-            if region[0] != "box" or (np.all(lb <= x) and np.all(x <= ub)):
+            inside = region[0] != "box" or (np.all(lb <= x) and np.all(x <= ub))
+            if inside and cons is not None:
+                inside = bool(np.all(cons[0] @ x <= cons[1]))
+            if inside:
                 seen.append(f)  # a value outside a box (a constraint) contradicts nothing
         n = len(used_w)
         # exact aggregate and offset are within these of the float ones (Higham's gamma_n)
@@ -593,6 +659,22 @@ class OraclePlanes(Evidence):
         if w0 > 0:
             b_hat += w0 * stated
             mag_b += w0 * abs(stated)
+        weights = used_w
+        if cons is not None:
+            # weak duality on the rows: f >= <a + A^T y, x> + b - y^T b_ub on the set
+            A, bv, yv = cons
+            a_rows = A.T @ yv
+            abs_rows = np.abs(A).T @ yv
+            err_a = (err_a + 2.0 * _gamma(A.shape[0] + 2) * abs_rows
+                     + 2.0 * _U * (np.abs(a_hat) + abs_rows) + (A.shape[0] + 2) * _TINY)
+            abs_a = abs_a + abs_rows
+            a_plane, a_hat = a_hat, a_hat + a_rows
+            shift = float(yv @ bv)
+            mag_b += float(yv @ np.abs(bv))
+            if keep_rows:
+                rows = list(rows) + list(A)
+                weights = list(used_w) + list(yv)
+            n += A.shape[0]
         err = _gamma(d + n + 4) * mag_b
         if region[0] == "ball":
             c, r = region[1], region[2]
@@ -602,7 +684,10 @@ class OraclePlanes(Evidence):
             err += float(err_a @ np.abs(c)) + r * float(err_a.sum()) + _gamma(d + 4) * mag_m
             mag_m = max(mag_m, float(abs_a @ np.abs(c)) + r * slope2)
         else:
-            m_hat, mag_m = self._box_min(a_hat, err_a, lb, ub, used_w, rows)
+            m_hat, mag_m = self._box_min(a_hat, err_a, lb, ub, weights, rows)
+            if cons is not None:
+                a_hat = a_plane             # the planes' slope: what a_bar is checked against
+                m_hat -= shift              # the rows' offset -y^T b_ub joins the box minimum
             if m_hat == -math.inf:
                 return -math.inf, a_hat, b_hat, mag_b, seen, float(np.max(abs_a, initial=0.0))
             err += mag_m[1] + _gamma(d + 1) * mag_m[0]
@@ -719,7 +804,7 @@ class Certificate:
         return float(self.evidence.verify(problem)[0])
 
     def check(self, problem, rtol: float = RTOL, *, radius=None, bounds=None,
-              centre=None) -> float:
+              centre=None, A_ub=None, b_ub=None) -> float:
         r"""Verify the certificate against ``problem`` and return the lower bound it proves.
 
         Checks, each failure a :class:`CertificateError`: ``lower``, ``upper``, ``gap`` are
@@ -763,6 +848,13 @@ class Certificate:
             by default) or constrain the problem to (``bounds = (lb, ub)``, scipy's
             convention): the evidence's region must contain it, or the certificate is
             rejected. Without them, the evidence's own region is taken as stated.
+        A_ub, b_ub : optional
+            Rows :math:`A_{ub} x \le b_{ub}` that constrain the problem with ``bounds``
+            (scipy.optimize.linprog's names): every row of the evidence must be one of yours
+            (the same row, a right-hand side at least yours), so its set contains yours. An
+            evidence with rows is rejected when you state a region without them. ``x`` must
+            satisfy the evidence's rows to ``1e-9`` relative (HiGHS's tolerances: a
+            minimiser on a face is feasible to rounding).
 
         Notes
         -----
@@ -818,6 +910,20 @@ class Certificate:
         if region[0] == "box" and not (np.all(region[1] <= x) and np.all(x <= region[2])):
             _fail("x lies outside the box the evidence bounds f over: upper is not a value "
                   "of the constrained problem")
+        cons = self.evidence.rows(d) if isinstance(self.evidence, OraclePlanes) else None
+        mine = _stated_rows(A_ub, b_ub, d)
+        if cons is not None:
+            if (stated or mine is not None) and not _rows_contain(cons, mine):
+                _fail("the evidence bounds f over a box and rows A_ub x <= b_ub that are not "
+                      "among the rows you state: its set does not contain yours (pass the "
+                      "problem's A_ub and b_ub to check)")
+            A, bv = cons[0], cons[1]
+            excess = A @ x - bv
+            scale = 1.0 + np.abs(bv) + np.abs(A) @ np.abs(x)
+            if np.any(excess > 1e-9 * scale):
+                k = int(np.argmax(excess / scale))
+                _fail(f"x violates row {k} of A_ub x <= b_ub by {float(excess[k])!r}: upper "
+                      "is not a value of the constrained problem")
         out = self.evidence.verify(problem)
         bound, a, b, scale, seen = out[:5]
         slope_scale = out[5] if len(out) > 5 else 0.0

@@ -12,6 +12,7 @@ from .proximal_bundle import ProxBMRM, ProximalBundle, TrustRegionBundle
 from .subbfgs import SubBFGS, SubLBFGS
 from .excessive_gap import ExcessiveGap
 from .level_bundle import LevelBundle
+from . import _polyhedral  # noqa: F401  (LevelBundle's variant with rows A_ub x <= b_ub)
 from .dcd import DCD
 
 __all__ = ["SOLVERS", "Solver", "Option", "ProblemNotSupported", "BMRM", "LSBMRM", "KBundle", "ProximalBundle", "ProxBMRM",

@@ -26,7 +26,7 @@ from ..oracle import (CountingOracle, Evaluation, NonConvexError, Oracle, Oracle
 from ..problem import RegularizedRisk, as_problem
 from ..result import History, Result, Status
 from ._clock import RunClock
-from ._region import RegionCertifier, region_from_options
+from ._region import RegionCertifier, feasible_start, region_from_options
 from ._registry import methods_supporting
 from ._start import default_start
 
@@ -343,6 +343,13 @@ class Solver:
                 f"{self._label or type(self).__name__} cannot keep its iterates in a box: bounds "
                 f"is a constraint, taken by {able}; to certify an unconstrained run, state a "
                 f"ball that holds a minimiser instead (radius=..., centre=...)")
+        rows = [o for o in ("A_ub", "b_ub") if options.get(o) is not None]
+        if rows and rows[0] not in self.option_table():
+            from ._registry import SOLVERS
+            able = [n for n, c in SOLVERS.items() if rows[0] in c.option_table()]
+            raise TypeError(
+                f"{self._label or type(self).__name__} cannot keep its iterates in a polyhedron: "
+                f"{' and '.join(rows)} (rows A_ub x <= b_ub) constrain x, taken by {able}")
         # self._options: the options given, validated, under their current names
         self.config, self._options = validate_options(
             self._label or type(self).__name__, self.option_table(), options)
@@ -400,6 +407,7 @@ class Solver:
         problem = as_problem(problem)
         self.check_problem(problem)
         check_callback(callback)
+        given = x0 is not None
         if x0 is None:
             x0 = default_start(problem)
         else:
@@ -407,6 +415,8 @@ class Solver:
         region = region_from_options(self.config, problem.dim)
         if region is not None and region.kind == "box":
             x0 = np.clip(x0, region.lb, region.ub)  # a start outside the box: projected
+        if region is not None and region.A_ub is not None:
+            x0 = feasible_start(region, x0, given)  # rows: a given x0 must satisfy them
         freeze(x0)  # our own copy, read-only: the oracle keeps it without another copy
         oracle = CountingOracle(problem, check_convexity=self.config["check_convexity"])
         best = BestPoint()

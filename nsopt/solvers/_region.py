@@ -34,6 +34,7 @@ for every method that takes any oracle.
 from __future__ import annotations
 
 import math
+import numbers
 import time
 from typing import NamedTuple
 
@@ -43,10 +44,11 @@ from scipy.optimize import linprog
 
 from ..bundle import PlaneBundle
 from ..certificate import OraclePlanes
-from .._validation import box_for_dim, check_vector
+from .._validation import NoneOr, Option, Satisfies, box_for_dim, check_vector
 
 __all__ = ["Region", "region_from_options", "planes_evidence", "box_model_minimum",
-           "region_model_minimum",
+           "region_model_minimum", "rows_for_dim", "rows_bound", "rows_model_minimum",
+           "feasible_start", "ROW_OPTIONS",
            "RegionCertifier", "ModelMinimum", "MasterLPError"]
 
 _LP_OPTIONS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
@@ -73,12 +75,22 @@ class Region(NamedTuple):
     ub: np.ndarray | None = None
     centre: np.ndarray | None = None
     radius: float | None = None
+    #: rows ``A_ub x <= b_ub`` on top of a box (:func:`rows_for_dim`), or None
+    A_ub: np.ndarray | None = None
+    b_ub: np.ndarray | None = None
 
     def evidence_fields(self) -> dict:
         """The region's fields of :class:`~nsopt.certificate.OraclePlanes`."""
         if self.kind == "box":
+            if self.A_ub is not None:
+                return {"lb": self.lb, "ub": self.ub, "A_ub": self.A_ub, "b_ub": self.b_ub}
             return {"lb": self.lb, "ub": self.ub}
         return {"centre": self.centre, "radius": self.radius}
+
+    @property
+    def rows(self):
+        """``(A_ub, b_ub)``, or None without rows."""
+        return None if self.A_ub is None else (self.A_ub, self.b_ub)
 
     def enclosing_box(self) -> tuple[np.ndarray, np.ndarray]:
         """The box itself, or the smallest box around the ball, widened by a few units of
@@ -89,16 +101,20 @@ class Region(NamedTuple):
         pad = 4.0 * np.finfo(np.float64).eps * (np.abs(c) + r)
         return (c - r) - pad, (c + r) + pad
 
-    def plane_minimum(self, a_bar, b_bar: float) -> float:
+    def plane_minimum(self, a_bar, b_bar: float, y=None) -> float:
         r""":math:`\min_C \langle\bar a, y\rangle + \bar b` over the region ``C``: the
-        bound a plane of ``f`` proves there (the formulas of the module docstring)."""
+        bound a plane of ``f`` proves there (the formulas of the module docstring). With rows,
+        ``y >= 0`` are their multipliers (None: 0), and the bound is the weak-duality one of
+        :func:`rows_bound`."""
+        if self.kind == "box" and self.A_ub is not None:
+            return rows_bound(a_bar, b_bar, y, self.A_ub, self.b_ub, self.lb, self.ub)
         if self.kind == "box":
             return b_bar + box_min(a_bar, self.lb, self.ub)
         return (b_bar + float(a_bar @ self.centre)
                 - self.radius * float(np.linalg.norm(a_bar)))
 
 
-def planes_evidence(bundle: PlaneBundle, alpha, floor_value: float, plane, **region):
+def planes_evidence(bundle: PlaneBundle, alpha, floor_value: float, plane, y=None, **region):
     """The :class:`~nsopt.certificate.OraclePlanes` of the combination ``alpha`` (feasible) of
     a bundle kept with ``evidence="points"`` (one model): its query points and weights, the
     floor's weight, the plane ``(a_bar, b_bar)`` and the region's fields (``lb``/``ub`` or
@@ -109,7 +125,10 @@ def planes_evidence(bundle: PlaneBundle, alpha, floor_value: float, plane, **reg
     plane at the floor (the only fixed planes the any-oracle solvers add:
     :meth:`~nsopt.bundle.PlaneBundle.add_floor`), the fields are read off directly, without
     merging recipes; else :meth:`~nsopt.bundle.PlaneBundle.evidence` merges them. Either way
-    :meth:`~nsopt.certificate.Certificate.check` rebuilds every plane through the oracle."""
+    :meth:`~nsopt.certificate.Certificate.check` rebuilds every plane through the oracle.
+    ``y``: the multipliers of the rows ``A_ub x <= b_ub`` when ``region`` has them."""
+    if region.get("A_ub") is not None:
+        region["y_ub"] = np.zeros(len(region["b_ub"])) if y is None else np.asarray(y, float)
     alpha = np.asarray(alpha, dtype=np.float64)[: bundle.n]
     index = np.flatnonzero(alpha)
     points, weights, floor = [], [], 0.0
@@ -143,8 +162,20 @@ def region_from_options(config: dict, dim: int) -> Region | None:
                          "lies in), not both")
     if centre is not None and radius is None:
         raise ValueError("centre is the centre of the ball of radius: give radius too")
+    rows = None
+    if config.get("A_ub") is not None or config.get("b_ub") is not None:
+        rows = rows_for_dim(config.get("A_ub"), config.get("b_ub"), dim)
+        if radius is not None:
+            raise ValueError("A_ub and b_ub constrain x, with bounds=(lb, ub) or alone; radius "
+                             "(a ball a minimiser lies in) cannot be combined with them")
+        if bounds is None:
+            inf = np.full(dim, math.inf)
+            inf.setflags(write=False)
+            return Region("box", lb=-inf, ub=inf, A_ub=rows[0], b_ub=rows[1])
     if bounds is not None:
         lb, ub = box_for_dim(bounds, dim)
+        if rows is not None:
+            return Region("box", lb=lb, ub=ub, A_ub=rows[0], b_ub=rows[1])
         return Region("box", lb=lb, ub=ub)
     if radius is not None:
         c = np.zeros(dim) if centre is None else check_vector(centre, dim, "centre", copy=True)
@@ -172,13 +203,18 @@ class ModelMinimum(NamedTuple):
     alpha: np.ndarray
     a_bar: np.ndarray
     b_bar: float
+    y: np.ndarray | None = None    # multipliers of the rows A_ub x <= b_ub (None without)
 
 
-def box_model_minimum(bundle: PlaneBundle, lb, ub, deadline=None) -> ModelMinimum | None:
+def box_model_minimum(bundle: PlaneBundle, lb, ub, deadline=None, constraints=None
+                      ) -> ModelMinimum | None:
     r"""The LP :math:`\min t` s.t. :math:`A x - t \le -b`, :math:`lb \le x \le ub` (HiGHS), and
     the bound its multipliers prove (made exactly feasible first). None when the LP is
     unbounded (an infinite side the model does not close); :class:`MasterLPError` when HiGHS
-    fails otherwise."""
+    fails otherwise. ``constraints = (A_ub, b_ub)``: rows :math:`A_{ub} x \le b_{ub}` too
+    (:func:`rows_model_minimum`)."""
+    if constraints is not None:
+        return rows_model_minimum(bundle, lb, ub, constraints, deadline)
     n, d = bundle.n, bundle.dim
     rows = bundle.rows()
     if sp.issparse(rows):
@@ -211,7 +247,7 @@ def region_model_minimum(bundle: PlaneBundle, region: Region, deadline=None) -> 
     r\|\bar a\|` (at least the box's value, since :math:`\|\bar a\|_2 \le \|\bar a\|_1`;
     exact when the model's minimiser lies inside the ball, where the LP's vertex makes
     :math:`\bar a` vanish to rounding, which no quadratic program's iterate does)."""
-    m = box_model_minimum(bundle, *region.enclosing_box(), deadline)
+    m = box_model_minimum(bundle, *region.enclosing_box(), deadline, region.rows)
     if m is None or region.kind == "box":
         return m
     return m._replace(point=None, bound=region.plane_minimum(m.a_bar, m.b_bar))
@@ -320,7 +356,7 @@ class RegionCertifier:
         bundle.update_ages(m.alpha)
         if m.bound > self.best[0]:
             evidence = planes_evidence(bundle, m.alpha, self.floor_value, (m.a_bar, m.b_bar),
-                                       **r.evidence_fields())
+                                       m.y, **r.evidence_fields())
             if evidence is not None:
                 self.best = (m.bound, evidence)
         gain = self.best[0] - before        # nan while no bound is proven: not useful
@@ -340,6 +376,8 @@ class RegionCertifier:
 
         bundle, region = self.bundle, self.region
         lb, ub = region.enclosing_box()
+        if region.A_ub is not None:     # rows: the LP from scratch (region_model_minimum)
+            return None
         if not (np.all(np.isfinite(lb)) and np.all(np.isfinite(ub))) or not highs_available():
             return None
         if self._lp is None:
@@ -365,3 +403,176 @@ def _dense_row(bundle: PlaneBundle, i: int) -> np.ndarray:
     """Slope ``i`` of the bundle as a dense vector."""
     row = bundle.rows(i)[:1]
     return row.toarray()[0] if sp.issparse(row) else row[0]
+
+
+# --- rows A_ub x <= b_ub on top of the box ------------------------------------------------
+def _matrix(value):
+    if sp.issparse(value):
+        value = value.toarray()
+    if not isinstance(value, (list, tuple, np.ndarray)):
+        raise TypeError(f"got {type(value).__name__}")
+    a = np.array(value, dtype=np.float64)
+    if a.ndim not in (1, 2) or a.size == 0:
+        raise ValueError(f"got shape {a.shape}")
+    return a
+
+
+def _vector(value):
+    if not isinstance(value, (list, tuple, np.ndarray, numbers.Real)) or isinstance(value, bool):
+        raise TypeError(f"got {type(value).__name__}")
+    a = np.array(value, dtype=np.float64).reshape(-1)
+    if a.size == 0:
+        raise ValueError("got an empty vector")
+    return a
+
+
+#: the options of the methods that keep rows ``A_ub x <= b_ub`` (level-bundle, proximal-bundle)
+ROW_OPTIONS = {
+    "A_ub": Option(None, NoneOr(Satisfies(_matrix, "a 2-D array (m, dim) or scipy.sparse "
+                                                   "matrix")),
+                   doc="rows A_ub x <= b_ub constraining x (with bounds): linprog's name"),
+    "b_ub": Option(None, NoneOr(Satisfies(_vector, "a 1-D array of m numbers")),
+                   doc="right-hand sides of the rows A_ub x <= b_ub"),
+}
+
+
+def rows_for_dim(A_ub, b_ub, dim: int):
+    """``(A_ub, b_ub)`` validated for a problem of dimension ``dim``: a dense read-only
+    ``(m, dim)`` float64 matrix (scipy.sparse accepted, made dense) and an ``(m,)`` vector, both
+    finite (scipy.optimize.linprog's names). ``ValueError`` naming the argument for one without
+    the other, a wrong shape, NaN or an infinite entry."""
+    if A_ub is None or b_ub is None:
+        given, missing = ("A_ub", "b_ub") if b_ub is None else ("b_ub", "A_ub")
+        raise ValueError(f"{given} is given without {missing}: the rows A_ub x <= b_ub need both")
+    A = A_ub.toarray() if sp.issparse(A_ub) else A_ub
+    try:
+        A = np.array(A, dtype=np.float64)
+        b = np.array(b_ub, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"A_ub and b_ub must be numeric arrays, got {type(A_ub).__name__} and "
+                         f"{type(b_ub).__name__}") from None
+    if A.ndim == 1 and A.size == dim:
+        A = A.reshape(1, dim)                       # one row
+    b = b.reshape(-1) if b.ndim == 0 else b
+    if A.ndim != 2 or A.shape[1] != dim:
+        raise ValueError(f"A_ub must have shape (m, {dim}) (one row per constraint, dim "
+                         f"columns), got shape {A.shape}")
+    if b.ndim != 1 or b.size != A.shape[0]:
+        raise ValueError(f"b_ub must have shape ({A.shape[0]},), one entry per row of A_ub, "
+                         f"got shape {b.shape}")
+    for name, v in (("A_ub", A), ("b_ub", b)):
+        bad = np.flatnonzero(~np.isfinite(v.reshape(-1)))
+        if bad.size:
+            at = np.unravel_index(int(bad[0]), v.shape)
+            raise ValueError(f"{name} has a non-finite entry at index "
+                             f"{tuple(int(i) for i in at) if v.ndim > 1 else int(at[0])} "
+                             f"({v.reshape(-1)[bad[0]]!r})")
+    A.setflags(write=False)
+    b.setflags(write=False)
+    return A, b
+
+
+def rows_bound(a_bar, b_bar: float, y, A_ub, b_ub, lb, ub) -> float:
+    r"""Weak duality over :math:`P = \{lb \le x \le ub,\ A_{ub} x \le b_{ub}\}`: for the plane
+    :math:`f \ge \langle\bar a, x\rangle + \bar b` and any :math:`y \ge 0`, every
+    :math:`x \in P` has :math:`y^T(A_{ub}x - b_{ub}) \le 0`, so
+
+    .. math:: \min_P f \ \ge\ \bar b - y^T b_{ub} + \sum_j \min(r_j lb_j,\ r_j ub_j), \qquad
+              r = \bar a + A_{ub}^T y,
+
+    the box handled exactly (its multipliers are the parts of :math:`r` at a side). ``y``:
+    None is 0; negatives are clipped (the bound holds for any nonnegative multipliers)."""
+    y = np.zeros(len(b_ub)) if y is None else np.maximum(np.asarray(y, dtype=np.float64), 0.0)
+    r = np.asarray(a_bar, dtype=np.float64) + A_ub.T @ y
+    return float(b_bar) - float(y @ b_ub) + box_min(r, lb, ub)
+
+
+def rows_model_minimum(bundle: PlaneBundle, lb, ub, constraints, deadline=None
+                       ) -> ModelMinimum | None:
+    r"""The LP :math:`\min t` s.t. :math:`\langle a_i, x\rangle + b_i \le t`, :math:`A_{ub} x
+    \le b_{ub}`, :math:`lb \le x \le ub` (HiGHS through :func:`scipy.optimize.linprog`) and the
+    bound its multipliers prove (:func:`rows_bound`): the planes' multipliers made exactly
+    feasible (clipped, divided by their sum s), the rows' clipped and divided by s too. None
+    when the LP is unbounded; :class:`MasterLPError` when HiGHS fails (an empty set
+    included: the message says so)."""
+    A_ub, b_ub = constraints
+    n, d, m = bundle.n, bundle.dim, len(b_ub)
+    rows = bundle.rows()
+    rows = rows.toarray() if sp.issparse(rows) else np.asarray(rows)
+    M = np.zeros((n + m, d + 1))
+    M[:n, :d], M[:n, d] = rows, -1.0
+    M[n:, :d] = A_ub
+    c = np.zeros(d + 1)
+    c[-1] = 1.0
+    box = np.column_stack([np.append(lb, -np.inf), np.append(ub, np.inf)])
+    options = dict(_LP_OPTIONS)
+    if deadline is not None:
+        options["time_limit"] = max(deadline - time.perf_counter(), 1e-3)
+    res = linprog(c, A_ub=M, b_ub=np.concatenate([-bundle.b, b_ub]), bounds=box,
+                  method="highs", options=options)
+    if res.status == 3:
+        return None
+    if res.status == 2:
+        raise MasterLPError("the feasible set {lb <= x <= ub, A_ub x <= b_ub} is empty "
+                            f"(HiGHS: {res.message})")
+    if res.status != 0 or res.x is None or res.ineqlin is None or res.ineqlin.marginals is None:
+        raise MasterLPError(f"HiGHS could not solve the master LP (the minimum of the "
+                            f"cutting-plane model over the box and the rows): linprog status "
+                            f"{res.status}, {res.message}")
+    duals = -np.asarray(res.ineqlin.marginals, dtype=np.float64)
+    total = float(np.maximum(duals[:n], 0.0).sum())
+    alpha = bundle.feasible(duals[:n])
+    y = np.maximum(duals[n:], 0.0) / (total if total > 0 else 1.0)
+    a_bar, b_bar = bundle.combine(alpha)
+    point = np.clip(np.asarray(res.x[:d], dtype=np.float64), lb, ub)
+    return ModelMinimum(point, rows_bound(a_bar, b_bar, y, A_ub, b_ub, lb, ub), alpha, a_bar,
+                        b_bar, y)
+
+
+def _row_excess(A_ub, b_ub, x):
+    """``(excess, scale)`` of the rows at ``x``: ``A x - b`` and the magnitude of its terms."""
+    return A_ub @ x - b_ub, 1.0 + np.abs(b_ub) + np.abs(A_ub) @ np.abs(x)
+
+
+#: a row counts satisfied when its excess is at most this times the magnitude of its terms
+ROW_TOLERANCE = 1e-9
+
+
+def feasible_start(region: Region, x0: np.ndarray, given: bool) -> np.ndarray:
+    r"""The start of a run over a box with rows: ``x0`` (already in the box) when it satisfies
+    every row to :data:`ROW_TOLERANCE`; else, when ``x0`` is the user's (``given``), a
+    ``ValueError`` naming the most violated row and by how much (a start is the user's choice:
+    nsopt does not move it silently); when it is the default start, its projection onto the
+    set, the QP :math:`\min \|x - x_0\|^2` s.t. :math:`A_{ub} x \le b_{ub}`, :math:`lb \le x
+    \le ub` (Goldfarb-Idnani, :func:`~nsopt.inner.level_master.project_level_set`), or a
+    vertex from HiGHS when that fails. An empty set is a ``ValueError`` saying so (HiGHS's
+    phase 1)."""
+    from ..inner.level_master import project_level_set
+
+    A_ub, b_ub = region.rows
+    excess, scale = _row_excess(A_ub, b_ub, x0)
+    if np.all(excess <= ROW_TOLERANCE * scale):
+        return x0
+    lb, ub = region.lb, region.ub
+    box = np.column_stack([lb, ub])
+    feas = linprog(np.zeros(x0.size), A_ub=A_ub, b_ub=b_ub, bounds=box, method="highs",
+                   options=dict(_LP_OPTIONS))
+    if feas.status == 2:
+        raise ValueError("the feasible set {lb <= x <= ub, A_ub x <= b_ub} is empty (HiGHS "
+                         f"finds no point: {feas.message}); check A_ub, b_ub and bounds")
+    if given:
+        k = int(np.argmax(excess / scale))
+        raise ValueError(
+            f"x0 violates row {k} of A_ub x <= b_ub by {float(excess[k]):.6g} (A_ub[{k}] @ x0 = "
+            f"{float(A_ub[k] @ x0):.6g} > b_ub[{k}] = {float(b_ub[k]):.6g}); pass a feasible "
+            f"x0, or none: the default start is projected onto the set")
+    tol = 1e-12 * (1.0 + float(np.max(np.abs(x0), initial=0.0)))
+    x, _ = project_level_set(A_ub, b_ub, lb, ub, x0, tol=tol)
+    if x is not None:
+        excess, scale = _row_excess(A_ub, b_ub, x)
+        if np.all(excess <= ROW_TOLERANCE * scale):
+            return x
+    if feas.status != 0 or feas.x is None:
+        raise ValueError(f"HiGHS could not find a point of {{lb <= x <= ub, A_ub x <= b_ub}} "
+                         f"(linprog status {feas.status}: {feas.message})")
+    return np.clip(np.asarray(feas.x, dtype=np.float64), lb, ub)

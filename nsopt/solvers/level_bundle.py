@@ -21,7 +21,7 @@ from ..oracle import OracleNumericalError, freeze
 from .._validation import Interval, NoneOr, Option, Satisfies, check_box
 from ._base import ProblemNotSupported, Solver
 from ..inner.level_master import BoxModelLP, highs_available, project_level_set
-from ._region import (HOT_LP_OPTIONS, MasterLPError, ModelMinimum, box_min, box_model_minimum,
+from ._region import (HOT_LP_OPTIONS, ROW_OPTIONS, MasterLPError, ModelMinimum, box_min, box_model_minimum,
                       planes_evidence, region_from_options)
 from ._registry import register
 
@@ -70,6 +70,12 @@ class LevelBundle(Solver):
         ``dim``; every entry finite (the LP needs a bounded set) with ``lb <= ub``. Wrong
         shapes, NaN, ``lb > ub`` or an infinite side raise ``ValueError`` naming ``bounds``.
         ``bounds`` or ``radius`` is required.
+    A_ub, b_ub : array (m, dim) and (m,), optional
+        Rows :math:`A_{ub} x \le b_{ub}` that constrain x with the box (scipy.optimize.linprog's
+        names): the LP and the projection carry them and the certificate holds their
+        multipliers (:class:`~nsopt.solvers._polyhedral.PolyhedralLevelBundle`). A given
+        ``x0`` that violates a row is a ``ValueError`` naming the row and the amount; the
+        default start is projected onto the set (a QP); an empty set is a ``ValueError``.
     radius, centre
         The common options: a ball :math:`\|x - c\| \le r` said to hold a minimiser (not a
         constraint). Without ``bounds`` the method runs over the smallest box around the
@@ -180,7 +186,16 @@ class LevelBundle(Solver):
                                "level set is empty)"),
         "max_planes": Option(200, NoneOr(Interval(Integral, 3, None, closed="left")),
                              doc="planes kept (never those of the current evidence)"),
+        **ROW_OPTIONS,
     }
+
+    #: the class that runs with rows ``A_ub x <= b_ub`` (set by :mod:`._polyhedral`)
+    rows_variant = None
+
+    def __new__(cls, **options):
+        if cls is LevelBundle and options.get("A_ub") is not None and cls.rows_variant:
+            cls = cls.rows_variant      # rows: the polyhedral variant (nsopt.solvers._polyhedral)
+        return super().__new__(cls)
 
     class State(NamedTuple):
         x: np.ndarray              # x_k, the last query point (the projection's centre)

@@ -26,10 +26,11 @@ from ..regularizers import L2
 from .._linalg import distance
 from .._validation import Interval, NoneOr, Option, Options, Satisfies, check_box
 from ._base import Solver, bare_oracle
-from ._region import (MasterLPError, Region, box_model_minimum, planes_evidence,
+from ._region import (ROW_OPTIONS, MasterLPError, Region, box_model_minimum, planes_evidence,
                       region_from_options)
+from ._polyhedral import rows_prox_master
 from ._start import sgd_start
-from ..oracle import freeze
+from ..oracle import OracleNumericalError, freeze
 from ._cutting_plane import (PLANE_OPTIONS, add_and_solve, add_planes, bundle_planes, master_solver,
                              new_bundle, solve_master)
 from ._registry import register
@@ -546,6 +547,14 @@ class TrustRegionBundle(ProximalBundle):
         the master problem carries it (:func:`_box_prox_master`, an active set on the
         coordinates over the simplex QP), every trial point lies in it, ``x0`` is projected
         onto it, and the certificate bounds :math:`\min_{box} f`.
+    A_ub, b_ub : array (m, dim) and (m,), optional
+        Rows :math:`A_{ub} x \le b_{ub}` constraining x with the box (linprog's names; the box
+        may be omitted, then its sides are infinite): the master problem is then a QP over
+        the box and the rows solved by HiGHS
+        (:func:`~nsopt.solvers._polyhedral.rows_prox_master`), and every bound is the
+        weak-duality one of the planes' and rows' multipliers (:mod:`nsopt.solvers._polyhedral`).
+        A finite bound needs a finite box (or a reduced cost exactly zero on the infinite
+        sides). A given ``x0`` violating a row is a ``ValueError`` naming it.
     radius, centre
         The common options (see :func:`nsopt.minimize`): a ball that holds a minimiser.
         With either region the aggregate plane gives the bound
@@ -615,6 +624,7 @@ class TrustRegionBundle(ProximalBundle):
             check_box, "a pair (lb, ub) of numbers or arrays with lb <= ub (infinite sides "
                        "allowed), or a scipy.optimize.Bounds")),
             doc="the box lb <= x <= ub: a constraint every query point keeps"),
+        **ROW_OPTIONS,
     }
 
     class State(NamedTuple):
@@ -664,7 +674,14 @@ class TrustRegionBundle(ProximalBundle):
         """Solve the proximal master at the centre: the next trial point and the certificate."""
         bundle, region = s.bundle, s.region
         warm = warm if warm is not None and warm.size == bundle.n else None
-        if region is not None and region.kind == "box":
+        y = None                    # the rows' multipliers (with rows A_ub x <= b_ub)
+        if region is not None and region.A_ub is not None:
+            out = rows_prox_master(bundle, u, s.centre, region.lb, region.ub, region.rows)
+            if out is None:
+                raise OracleNumericalError("proximal-bundle: HiGHS could not solve the master "
+                                           "QP over the box and the rows", None, "the master QP")
+            beta, y, x = out
+        elif region is not None and region.kind == "box":
             beta, x = _box_prox_master(bundle, s.master, u, s.centre, region.lb, region.ub, warm,
                                        problem.deadline)
         else:
@@ -680,11 +697,11 @@ class TrustRegionBundle(ProximalBundle):
             delta = eps + gnorm ** 2 / u
         if bare_oracle(problem):
             lower, evidence = self._certify(problem, bundle, beta, gnorm, region, s.lower_bound,
-                                            s.evidence)
+                                            s.evidence, y)
         else:  # a RegularizedRisk: the plane certifier's evidence serves; this is not offered
             lower, evidence = problem.lower_bound, None
             if region is not None:
-                lower = max(lower, region.plane_minimum(g_hat, lin - float(g_hat @ s.centre)))
+                lower = max(lower, region.plane_minimum(g_hat, lin - float(g_hat @ s.centre), y))
             elif gnorm == 0.0:
                 lower = max(lower, lin)
         tol = max(self.atol, self.rtol * abs(s.fun_centre))
@@ -693,23 +710,25 @@ class TrustRegionBundle(ProximalBundle):
                           stationary=delta <= tol and not math.isfinite(lower),
                           beta=beta, n_planes=bundle.n)
 
-    def _certify(self, problem, bundle, beta, gnorm, region, best=-math.inf, best_evidence=None):
+    def _certify(self, problem, bundle, beta, gnorm, region, best=-math.inf, best_evidence=None,
+                 y=None):
         """The best bound proven on a bare oracle, with its evidence: the oracle's
         ``lower_bound`` (no evidence here: the loop offers that floor for every method), the
         aggregate plane over the region (the box or the ball), or a flat aggregate
         plane (``gnorm``, the norm of the master's aggregate, is exactly 0) whose slope is
         exactly zero. The multipliers are made exactly feasible first. The evidence (a pass over
         the planes' recipes) is built only when the bound beats ``best``, the bound carried so
-        far with ``best_evidence``, which is returned otherwise."""
+        far with ``best_evidence``, which is returned otherwise. ``y``: the multipliers of the
+        region's rows ``A_ub x <= b_ub`` (weak duality, :func:`~._region.rows_bound`)."""
         d, stated = bundle.dim, problem.lower_bound
         lower, evidence = best, best_evidence
         if stated > lower:  # the value steers the stopping test; the loop certifies the floor
             lower, evidence = stated, None
         alpha = bundle.feasible(beta)
         a_bar, b_bar = bundle.combine(alpha)
-        value = None if region is None else region.plane_minimum(a_bar, b_bar)
+        value = None if region is None else region.plane_minimum(a_bar, b_bar, y)
         if value is not None:
-            proof = (planes_evidence(bundle, alpha, stated, (a_bar, b_bar),
+            proof = (planes_evidence(bundle, alpha, stated, (a_bar, b_bar), y,
                                      **region.evidence_fields()) if value > lower else None)
             if proof is not None:
                 lower, evidence = value, proof
@@ -800,7 +819,8 @@ class TrustRegionBundle(ProximalBundle):
         if s.region is None:
             return None
         try:
-            m = box_model_minimum(s.bundle, *s.region.enclosing_box(), problem.deadline)
+            m = box_model_minimum(s.bundle, *s.region.enclosing_box(), problem.deadline,
+                                  s.region.rows)
         except MasterLPError:
             return None
         if m is None or m.point is None or np.array_equal(m.point, s.queried):
@@ -826,7 +846,8 @@ class _AutoProximalBundle(ProximalBundle):
     def choose(self, problem) -> Solver:
         """The solver of the variant that fits ``problem``, configured with the given options."""
         proximal = (ProxBMRM.unsupported_reason(as_problem(problem)) is None
-                    and self.config.get("bounds") is None)   # a box: the trust-region variant
+                    and self.config.get("bounds") is None    # a box: the trust-region variant
+                    and self.config.get("A_ub") is None)     # rows, too
         cls = ProxBMRM if proximal else TrustRegionBundle
         table = cls.option_table()
         foreign = sorted(set(self._options) - set(table))

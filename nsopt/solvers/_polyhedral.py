@@ -1,0 +1,221 @@
+r"""Polyhedral constraints :math:`A_{ub} x \le b_{ub}` on top of a box, for the any-oracle
+bundle methods (``level-bundle``, the trust-region ``proximal-bundle``).
+
+The problem is :math:`\min f(x)` over :math:`P = \{lb \le x \le ub,\ A_{ub} x \le b_{ub}\}`
+(scipy.optimize.linprog's names). Both methods minimise over :math:`P` (their master
+problems carry the rows) and certify by LP duality: for planes :math:`f \ge \langle a_i,
+\cdot\rangle + b_i`, multipliers :math:`\alpha` on the simplex and :math:`y \ge 0` on the rows,
+
+.. math::
+
+    \min_P f \ \ge\ \bar b - y^T b_{ub} + \sum_j \min(r_j\,lb_j,\ r_j\,ub_j), \qquad
+    r = \bar a + A_{ub}^T y,\quad (\bar a, \bar b) = \textstyle\sum_i \alpha_i (a_i, b_i),
+
+(weak duality, :func:`~nsopt.solvers._region.rows_bound`): valid for *any* such
+multipliers, so the LP's inaccuracy costs tightness, never validity, and
+:meth:`~nsopt.certificate.Certificate.check` recomputes it from the multipliers alone
+(:class:`~nsopt.certificate.OraclePlanes` with ``A_ub``, ``b_ub``, ``y_ub``). The best
+multipliers are the duals of the LP :math:`\min t` s.t. :math:`\langle a_i, x\rangle + b_i
+\le t`, :math:`x \in P` (:func:`~nsopt.solvers._region.rows_model_minimum`).
+
+Why rows and not a user's projection or support function: a projection gives feasible
+points but no bound, and a support function :math:`\sigma_P` is exact only where the user
+computes it exactly; rows keep the certificate checkable from data the check can read.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..inner.level_master import _highs_class, project_level_set
+from ..oracle import OracleNumericalError, freeze
+from ..bundle import PlaneBundle
+from ._region import (MasterLPError, ModelMinimum, planes_evidence, rows_bound, rows_for_dim,
+                      rows_model_minimum)
+from .level_bundle import LevelBundle
+
+__all__ = ["PolyhedralLevelBundle", "rows_prox_master"]
+
+
+class _PlaneMultipliers(np.ndarray):
+    """Plane multipliers that carry the rows' multipliers of the same solve (``rows_y``) to
+    :meth:`PolyhedralLevelBundle._offer`; any array derived from it (a slice, a copy) drops
+    them (``rows_y`` is then None, and the rows count with ``y = 0``: a weaker, valid bound)."""
+
+    rows_y = None
+
+
+def _tag(alpha, y) -> np.ndarray:
+    out = np.asarray(alpha, dtype=np.float64).view(_PlaneMultipliers)
+    out.rows_y = None if y is None else np.asarray(y, dtype=np.float64)
+    return out
+
+
+class PolyhedralLevelBundle(LevelBundle):
+    r"""``method="level-bundle"`` with rows ``A_ub x <= b_ub`` (what ``LevelBundle(A_ub=...,
+    b_ub=...)`` returns): the level method ([LNN95]_) over :math:`P = \{x \in Q,\ A_{ub} x
+    \le b_{ub}\}`.
+
+    * The LP :math:`f^{low}_k = \min_P \check f_k` is solved from scratch by HiGHS
+      (:func:`~nsopt.solvers._region.rows_model_minimum`); its plane and row duals prove the
+      bound (module docstring).
+    * The projection onto the level set :math:`\{x \in P: \check f_k(x) \le l_k\}` is the same
+      compiled Goldfarb-Idnani QP with the rows stacked under the planes; its multipliers
+      :math:`(\mu, \nu)` prove a bound too, with :math:`\alpha = \mu/\sum\mu`, :math:`y =
+      \nu/\sum\mu`.
+    * The certificate's evidence holds the query points, the multipliers of both kinds, the
+      box and the rows; ``Certificate.check(f, bounds=(lb, ub), A_ub=A, b_ub=b)`` recomputes
+      the bound from them.
+    """
+
+    def __init__(self, **options):
+        super().__init__(**options)
+        A = self.config["A_ub"]
+        A = A.reshape(1, -1) if A.ndim == 1 else A
+        self._rows = rows_for_dim(A, self.config["b_ub"], A.shape[1])
+
+    def init(self, problem, x0):
+        lb, ub = self._box(problem)
+        x0 = freeze(np.clip(x0, lb, ub))       # feasible: the loop checked (or projected) it
+        bundle = PlaneBundle(problem.dim, evidence="points")
+        if math.isfinite(problem.lower_bound):
+            bundle.add_floor(problem.lower_bound)
+        ev = problem.evaluate(x0)
+        bundle.add_at(ev.w, ev.fun, ev.subgradient)
+        return self._iterate(problem, bundle, ev.w, float(ev.fun), -math.inf, None, lb, ub, 0,
+                             None)
+
+    def _model_minimum(self, problem, bundle, lb, ub, lp=None):
+        """The LP over the box and the rows (from scratch; ``lp`` is unused: None)."""
+        try:
+            m = rows_model_minimum(bundle, lb, ub, self._rows, problem.deadline)
+        except MasterLPError as exc:
+            if problem.deadline is not None and time.perf_counter() >= problem.deadline:
+                x = bundle.query_point(bundle.n - 1)
+                return ModelMinimum(x, -math.inf, np.zeros(bundle.n), None, -math.inf)
+            raise OracleNumericalError(f"level-bundle: {exc}", None, "the master LP") from None
+        return m._replace(alpha=_tag(m.alpha, m.y))
+
+    def _project(self, bundle, centre, level, slack, lb, ub):
+        """The projection onto the level set within the rows: ``(x, plane multipliers carrying
+        the rows' ones)`` or ``(None, None)``."""
+        A_ub, b_ub = self._rows
+        rows = bundle.rows()
+        A = rows.toarray() if sp.issparse(rows) else np.asarray(rows)
+        n = A.shape[0]
+        scale = 1.0 + float(np.max(np.abs(centre), initial=0.0))
+        x, mult = project_level_set(np.vstack([A, A_ub]), np.concatenate([level - bundle.b, b_ub]),
+                                    lb, ub, centre, tol=1e-12 * scale)
+        if x is None or not np.all(np.isfinite(x)) or not bundle.model(x) <= level + slack:
+            return None, None
+        return x, _tag(mult[:n], mult[n:])
+
+    def _offer(self, problem, bundle, alpha, lower, evidence, lb, ub):
+        """The weak-duality bound of the plane multipliers ``alpha`` and the rows' multipliers
+        they carry (scaled like ``alpha`` when it is made feasible), when it beats ``lower``."""
+        y = getattr(alpha, "rows_y", None)
+        raw = np.maximum(np.asarray(alpha, dtype=np.float64)[: bundle.n], 0.0)
+        total = float(raw.sum())
+        if y is not None:
+            y = np.maximum(y, 0.0) / (total if total > 0 else 1.0)
+        alpha = bundle.feasible(np.asarray(alpha, dtype=np.float64))
+        a_bar, b_bar = bundle.combine(alpha)
+        A_ub, b_ub = self._rows
+        value = rows_bound(a_bar, b_bar, y, A_ub, b_ub, lb, ub)
+        if value > lower:
+            ev = planes_evidence(bundle, alpha, problem.lower_bound, (a_bar, b_bar), y, lb=lb,
+                                 ub=ub, A_ub=A_ub, b_ub=b_ub)
+            if ev is not None:
+                return value, ev
+        return lower, evidence
+
+
+LevelBundle.rows_variant = PolyhedralLevelBundle
+
+
+def rows_prox_master(bundle: PlaneBundle, u: float, centre, lb, ub, constraints):
+    r"""The trust-region bundle's master problem over :math:`P`,
+
+    .. math:: \min_{x \in P} \max_i \langle a_i, x\rangle + b_i + \tfrac u2\|x - c\|^2,
+
+    as the QP :math:`\min_{x, t}\ t + \tfrac u2\|x\|^2 - u\,c^T x` s.t. :math:`\langle a_i,
+    x\rangle - t \le -b_i`, :math:`A_{ub} x \le b_{ub}`, :math:`lb \le x \le ub`, solved by
+    HiGHS's QP solver (an active-set method; the model is rebuilt at each call). Returns
+    ``(beta, y, x)``: the planes' multipliers (made feasible), the rows' (clipped and
+    scaled alike) and the minimiser; None when HiGHS reports no optimum."""
+    cls = _highs_class()
+    if cls is None:
+        raise ImportError("the trust-region bundle with rows needs HiGHS (highspy, or scipy "
+                          ">= 1.13)")
+    A_ub, b_ub = constraints
+    rows = bundle.rows()
+    A = rows.toarray() if sp.issparse(rows) else np.asarray(rows)
+    n, d = A.shape
+    h = cls()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("threads", 1)
+    h.setOptionValue("primal_feasibility_tolerance", 1e-10)
+    h.setOptionValue("dual_feasibility_tolerance", 1e-10)
+    inf = float(h.getInfinity())
+    empty_i, empty_v = np.zeros(0, dtype=np.int32), np.zeros(0)
+    c = np.asarray(centre, dtype=np.float64)
+    for j in range(d):
+        lo = float(lb[j]) if math.isfinite(lb[j]) else -inf
+        hi = float(ub[j]) if math.isfinite(ub[j]) else inf
+        h.addCol(float(-u * c[j]), lo, hi, 0, empty_i, empty_v)
+    h.addCol(1.0, -inf, inf, 0, empty_i, empty_v)
+    for i in range(n):
+        nz = np.flatnonzero(A[i]).astype(np.int32)
+        h.addRow(-inf, float(-bundle.b[i]), nz.size + 1, np.append(nz, np.int32(d)),
+                 np.append(A[i, nz], -1.0))
+    for k in range(A_ub.shape[0]):
+        nz = np.flatnonzero(A_ub[k]).astype(np.int32)
+        h.addRow(-inf, float(b_ub[k]), nz.size, nz, A_ub[k, nz])
+    start = np.append(np.arange(d + 1, dtype=np.int32), np.int32(d))
+    h.passHessian(d + 1, d, 1, start, np.arange(d, dtype=np.int32), np.full(d, float(u)))
+    h.run()
+    col = duals = None
+    if h.modelStatusToString(h.getModelStatus()) == "Optimal":
+        sol = h.getSolution()
+        col = np.asarray(sol.col_value, dtype=np.float64)
+        duals = -np.asarray(sol.row_dual, dtype=np.float64)
+    if (col is None or col.size != d + 1 or duals.size != n + A_ub.shape[0]
+            or not np.all(np.isfinite(duals))):
+        # HiGHS's active-set QP fails now and then on this semidefinite QP ("solve error",
+        # about one call in ten on the random instances of tests/test_polyhedral.py): OSQP
+        # (ADMM, then its polishing step) takes over
+        col, duals = _osqp_prox(A, bundle.b, u, c, lb, ub, A_ub, b_ub)
+        if col is None:
+            return None
+    total = float(np.maximum(duals[:n], 0.0).sum())
+    beta = bundle.feasible(duals[:n])
+    y = np.maximum(duals[n:], 0.0) / (total if total > 0 else 1.0)
+    return beta, y, np.clip(col[:d], lb, ub)
+
+
+def _osqp_prox(A, b, u, c, lb, ub, A_ub, b_ub):
+    """The QP of :func:`rows_prox_master` by OSQP: ``(x and t, duals of the plane rows and
+    A_ub rows)``, or ``(None, None)``."""
+    import osqp   # a dependency, loaded on first use only (as nsopt.inner.osqp does)
+
+    n, d = A.shape
+    m = A_ub.shape[0]
+    P = sp.diags(np.append(np.full(d, float(u)), 0.0), format="csc")
+    q = np.append(-u * c, 1.0)
+    M = sp.vstack([sp.hstack([sp.csc_matrix(A), sp.csc_matrix(-np.ones((n, 1)))]),
+                   sp.hstack([sp.csc_matrix(A_ub), sp.csc_matrix((m, 1))]),
+                   sp.hstack([sp.identity(d), sp.csc_matrix((d, 1))])], format="csc")
+    lo = np.concatenate([np.full(n + m, -np.inf), lb])
+    hi = np.concatenate([-np.asarray(b, dtype=np.float64), b_ub, ub])
+    solver = osqp.OSQP()
+    major = int(str(getattr(osqp, "__version__", "0")).split(".")[0] or 0)
+    settings = dict(verbose=False, eps_abs=1e-10, eps_rel=1e-10, max_iter=20000)
+    settings["polishing" if major >= 1 else "polish"] = True
+    solver.setup(P, q, M, lo, hi, **settings)
+    res = solver.solve(raise_error=False) if major >= 1 else solver.solve()
+    if res.x is None or res.y is None or not np.all(np.isfinite(res.x)):
+        return None, None
+    return np.asarray(res.x, dtype=np.float64), np.asarray(res.y[: n + m], dtype=np.float64)
