@@ -57,6 +57,8 @@ SATISFIES = {
     "check_box": ((tuple, list), [(1.0, 0.0), (math.inf, math.inf), (math.nan, 1.0),
                                   ([0.0, 0.0], [1.0, 1.0, 1.0])]),
     "_centre": ((tuple, list, np.ndarray), [[1.0, math.nan], [[1.0, 2.0]], [math.inf]]),
+    "_matrix": ((tuple, list, np.ndarray), [np.zeros((0, 3)), np.ones((2, 2, 2))]),
+    "_vector": ((tuple, list, np.ndarray, float, int), [np.zeros(0), []]),
 }
 
 KIND_POOL = ["no", "yes", "1", "auto", 1, 0, 1.0, 2.5, True, False, np.bool_(False), 1j, None,

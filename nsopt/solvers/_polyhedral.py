@@ -71,13 +71,19 @@ class PolyhedralLevelBundle(LevelBundle):
       the bound from them.
     """
 
+    _label = "LevelBundle"              # the name the user asked for, in option messages
+
     def __init__(self, **options):
         super().__init__(**options)
-        A = self.config["A_ub"]
-        A = A.reshape(1, -1) if A.ndim == 1 else A
-        self._rows = rows_for_dim(A, self.config["b_ub"], A.shape[1])
+        A, b = self.config["A_ub"], self.config["b_ub"]
+        self._rows = None                # (A_ub, b_ub), validated; checked against dim at init
+        if A is not None and b is not None:
+            self._rows = rows_for_dim(A, b, A.shape[-1])
 
     def init(self, problem, x0):
+        if self._rows is None:
+            raise ValueError("PolyhedralLevelBundle needs its rows: pass A_ub and b_ub (or use "
+                             "LevelBundle, which picks this class when they are given)")
         lb, ub = self._box(problem)
         x0 = freeze(np.clip(x0, lb, ub))       # feasible: the loop checked (or projected) it
         bundle = PlaneBundle(problem.dim, evidence="points")
