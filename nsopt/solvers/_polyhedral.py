@@ -33,7 +33,7 @@ import scipy.sparse as sp
 from ..inner.level_master import _highs_class, project_level_set
 from ..oracle import OracleNumericalError, freeze
 from ..bundle import PlaneBundle
-from ._region import (MasterLPError, ModelMinimum, planes_evidence, rows_bound, rows_for_dim,
+from ._region import (HOT_LP_OPTIONS, MasterLPError, ModelMinimum, RowsModelLP, planes_evidence, rows_bound, rows_for_dim,
                       rows_model_minimum)
 from .level_bundle import LevelBundle
 
@@ -87,15 +87,34 @@ class PolyhedralLevelBundle(LevelBundle):
         lb, ub = self._box(problem)
         x0 = freeze(np.clip(x0, lb, ub))       # feasible: the loop checked (or projected) it
         bundle = PlaneBundle(problem.dim, evidence="points")
+        lp = (RowsModelLP(lb, ub, *self._rows, HOT_LP_OPTIONS) if _highs_class() is not None
+              else None)
         if math.isfinite(problem.lower_bound):
             bundle.add_floor(problem.lower_bound)
+            self._mirror(bundle, lp)
         ev = problem.evaluate(x0)
         bundle.add_at(ev.w, ev.fun, ev.subgradient)
+        self._mirror(bundle, lp)
         return self._iterate(problem, bundle, ev.w, float(ev.fun), -math.inf, None, lb, ub, 0,
-                             None)
+                             lp)
 
     def _model_minimum(self, problem, bundle, lb, ub, lp=None):
-        """The LP over the box and the rows (from scratch; ``lp`` is unused: None)."""
+        """The LP over the box and the rows: hot-started in ``lp`` (:class:`RowsModelLP`), else
+        (or when it reports no optimum) from scratch; the bound is computed from the
+        multipliers (made feasible), never the LP's value."""
+        if lp is not None:
+            left = None if problem.deadline is None else problem.deadline - time.perf_counter()
+            out = lp.solve(left)
+            if out is not None and np.all(np.isfinite(out[2])) and np.all(np.isfinite(out[3])):
+                x, _, alpha, y = out
+                total = float(np.maximum(alpha, 0.0).sum())
+                alpha = bundle.feasible(alpha)
+                y = np.maximum(y, 0.0) / (total if total > 0 else 1.0)
+                a_bar, b_bar = bundle.combine(alpha)
+                A_ub, b_ub = self._rows
+                return ModelMinimum(np.clip(x, lb, ub),
+                                    rows_bound(a_bar, b_bar, y, A_ub, b_ub, lb, ub),
+                                    _tag(alpha, y), a_bar, b_bar, y)
         try:
             m = rows_model_minimum(bundle, lb, ub, self._rows, problem.deadline)
         except MasterLPError as exc:

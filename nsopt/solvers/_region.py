@@ -44,11 +44,12 @@ from scipy.optimize import linprog
 
 from ..bundle import PlaneBundle
 from ..certificate import OraclePlanes
+from ..inner.level_master import _highs_class
 from .._validation import NoneOr, Option, Satisfies, box_for_dim, check_vector
 
 __all__ = ["Region", "region_from_options", "planes_evidence", "box_model_minimum",
            "region_model_minimum", "rows_for_dim", "rows_bound", "rows_model_minimum",
-           "feasible_start", "ROW_OPTIONS",
+           "feasible_start", "ROW_OPTIONS", "RowsModelLP",
            "RegionCertifier", "ModelMinimum", "MasterLPError"]
 
 _LP_OPTIONS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
@@ -376,12 +377,11 @@ class RegionCertifier:
 
         bundle, region = self.bundle, self.region
         lb, ub = region.enclosing_box()
-        if region.A_ub is not None:     # rows: the LP from scratch (region_model_minimum)
-            return None
         if not (np.all(np.isfinite(lb)) and np.all(np.isfinite(ub))) or not highs_available():
             return None
         if self._lp is None:
-            self._lp = BoxModelLP(lb, ub, HOT_LP_OPTIONS)
+            self._lp = (BoxModelLP(lb, ub, HOT_LP_OPTIONS) if region.A_ub is None
+                        else RowsModelLP(lb, ub, region.A_ub, region.b_ub, HOT_LP_OPTIONS))
             rows = bundle.rows()
             rows = rows.toarray() if sp.issparse(rows) else rows
             for i in range(bundle.n):
@@ -390,12 +390,18 @@ class RegionCertifier:
         out = self._lp.solve(left)
         if out is None or not np.all(np.isfinite(out[2])):
             return None
-        x, _, alpha = out
+        x, _, alpha = out[:3]
+        y = None
+        if region.A_ub is not None:     # the rows' multipliers, scaled like the planes'
+            total = float(np.maximum(alpha, 0.0).sum())
+            y = np.maximum(out[3], 0.0) / (total if total > 0 else 1.0)
+            if not np.all(np.isfinite(y)):
+                return None
         alpha = bundle.feasible(alpha)
         a_bar, b_bar = bundle.combine(alpha)
         if region.kind == "box":
-            return ModelMinimum(np.clip(x, lb, ub), b_bar + box_min(a_bar, lb, ub), alpha,
-                                a_bar, b_bar)
+            return ModelMinimum(np.clip(x, lb, ub), region.plane_minimum(a_bar, b_bar, y), alpha,
+                                a_bar, b_bar, y)
         return ModelMinimum(None, region.plane_minimum(a_bar, b_bar), alpha, a_bar, b_bar)
 
 
@@ -576,3 +582,64 @@ def feasible_start(region: Region, x0: np.ndarray, given: bool) -> np.ndarray:
         raise ValueError(f"HiGHS could not find a point of {{lb <= x <= ub, A_ub x <= b_ub}} "
                          f"(linprog status {feas.status}: {feas.message})")
     return np.clip(np.asarray(feas.x, dtype=np.float64), lb, ub)
+
+
+class RowsModelLP:
+    r"""The LP :math:`\min_{x \in Q, t} t` s.t. :math:`A_{ub} x \le b_{ub}` (fixed rows, first)
+    and :math:`\langle a_i, x\rangle - t \le -b_i` (the planes, after them, mirroring a
+    :class:`~nsopt.bundle.PlaneBundle`), kept alive across iterations in one HiGHS model (the
+    dual simplex restarts from the last basis), as
+    :class:`~nsopt.inner.level_master.BoxModelLP` does for the box alone. ``add``, ``drop``
+    and ``solve`` take the same arguments as there; ``solve`` returns ``(x, t, alpha, y)``
+    with the rows' multipliers ``y`` too (both >= 0 up to HiGHS's tolerances)."""
+
+    def __init__(self, lb, ub, A_ub, b_ub, options=None):
+        cls = _highs_class()
+        if cls is None:
+            raise ImportError("RowsModelLP needs HiGHS (highspy, or the copy in scipy >= 1.13)")
+        self.dim = d = int(np.size(lb))
+        h = cls()
+        for name, value in (("output_flag", False), ("threads", 1), ("parallel", "off"),
+                            ("primal_feasibility_tolerance", 1e-10),
+                            ("dual_feasibility_tolerance", 1e-10), *(options or {}).items()):
+            h.setOptionValue(name, value)
+        self._inf = inf = float(h.getInfinity())
+        empty_i, empty_v = np.zeros(0, dtype=np.int32), np.zeros(0)
+        for j in range(d):
+            lo = float(lb[j]) if math.isfinite(lb[j]) else -inf
+            hi = float(ub[j]) if math.isfinite(ub[j]) else inf
+            h.addCol(0.0, lo, hi, 0, empty_i, empty_v)
+        h.addCol(1.0, -inf, inf, 0, empty_i, empty_v)
+        for k in range(A_ub.shape[0]):
+            nz = np.flatnonzero(A_ub[k]).astype(np.int32)
+            h.addRow(-inf, float(b_ub[k]), nz.size, nz, A_ub[k, nz])
+        self._h, self.m, self.n = h, int(A_ub.shape[0]), 0
+
+    def add(self, a, b: float) -> None:
+        a = np.asarray(a, dtype=np.float64).ravel()
+        nz = np.flatnonzero(a).astype(np.int32)
+        self._h.addRow(-self._inf, -float(b), nz.size + 1, np.append(nz, np.int32(self.dim)),
+                       np.append(a[nz], -1.0))
+        self.n += 1
+
+    def drop(self, mask) -> None:
+        rows = np.flatnonzero(np.asarray(mask, dtype=bool)[: self.n]).astype(np.int32)
+        if rows.size:
+            self._h.deleteRows(rows.size, rows + np.int32(self.m))
+            self.n -= rows.size
+
+    def solve(self, deadline_seconds=None):
+        h = self._h
+        limit = math.inf     # HiGHS's clock adds up over runs: the limit is that clock + left
+        if deadline_seconds is not None:
+            limit = float(h.getRunTime()) + max(float(deadline_seconds), 1e-3)
+        h.setOptionValue("time_limit", limit)
+        h.run()
+        if h.modelStatusToString(h.getModelStatus()) != "Optimal":
+            return None
+        sol = h.getSolution()
+        col = np.asarray(sol.col_value, dtype=np.float64)
+        duals = -np.asarray(sol.row_dual, dtype=np.float64)
+        if col.size != self.dim + 1 or duals.size != self.m + self.n:
+            return None
+        return col[: self.dim].copy(), float(col[self.dim]), duals[self.m:], duals[: self.m]
