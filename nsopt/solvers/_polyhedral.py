@@ -33,7 +33,7 @@ import scipy.sparse as sp
 from ..inner.level_master import _highs_class, project_level_set
 from ..oracle import OracleNumericalError, freeze
 from ..bundle import PlaneBundle
-from ._region import (HOT_LP_OPTIONS, MasterLPError, ModelMinimum, RowsModelLP, planes_evidence, rows_bound, rows_for_dim,
+from ._region import (HOT_LP_OPTIONS, ROW_TOLERANCE, MasterLPError, ModelMinimum, RowsModelLP, planes_evidence, rows_bound, rows_for_dim,
                       rows_model_minimum)
 from .level_bundle import LevelBundle
 
@@ -218,7 +218,16 @@ def rows_prox_master(bundle: PlaneBundle, u: float, centre, lb, ub, constraints)
     total = float(np.maximum(duals[:n], 0.0).sum())
     beta = bundle.feasible(duals[:n])
     y = np.maximum(duals[n:], 0.0) / (total if total > 0 else 1.0)
-    return beta, y, np.clip(col[:d], lb, ub)
+    x = np.clip(col[:d], lb, ub)
+    excess = A_ub @ x - b_ub
+    if np.any(excess > ROW_TOLERANCE * (1.0 + np.abs(b_ub) + np.abs(A_ub) @ np.abs(x))):
+        # a QP answer feasible only to its solver's tolerance (OSQP's): its projection onto
+        # P (exact, Goldfarb-Idnani) keeps every query point in the set
+        z, _ = project_level_set(A_ub, b_ub, lb, ub, x)
+        if z is None:
+            return None
+        x = z
+    return beta, y, x
 
 
 def _osqp_prox(A, b, u, c, lb, ub, A_ub, b_ub):
