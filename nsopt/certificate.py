@@ -804,7 +804,7 @@ class Certificate:
         return float(self.evidence.verify(problem)[0])
 
     def check(self, problem, rtol: float = RTOL, *, radius=None, bounds=None,
-              centre=None, A_ub=None, b_ub=None) -> float:
+              centre=None, A_ub=None, b_ub=None, A_eq=None, b_eq=None) -> float:
         r"""Verify the certificate against ``problem`` and return the lower bound it proves.
 
         Checks, each failure a :class:`CertificateError`: ``lower``, ``upper``, ``gap`` are
@@ -855,6 +855,9 @@ class Certificate:
             evidence with rows is rejected when you state a region without them. ``x`` must
             satisfy the evidence's rows to ``1e-9`` relative (HiGHS's tolerances: a
             minimiser on a face is feasible to rounding).
+        A_eq, b_eq : optional
+            Equalities :math:`A_{eq} x = b_{eq}`, stated as the pairs of rows
+            :math:`A_{eq} x \le b_{eq}`, :math:`-A_{eq} x \le -b_{eq}` (how a run keeps them).
 
         Notes
         -----
@@ -912,6 +915,11 @@ class Certificate:
                   "of the constrained problem")
         cons = self.evidence.rows(d) if isinstance(self.evidence, OraclePlanes) else None
         mine = _stated_rows(A_ub, b_ub, d)
+        eq = _stated_rows(A_eq, b_eq, d)
+        if eq is not None:
+            pairs = (np.vstack([eq[0], -eq[0]]), np.concatenate([eq[1], -eq[1]]))
+            mine = pairs if mine is None else (np.vstack([mine[0], pairs[0]]),
+                                               np.concatenate([mine[1], pairs[1]]))
         if cons is not None:
             if (stated or mine is not None) and not _rows_contain(cons, mine):
                 _fail("the evidence bounds f over a box and rows A_ub x <= b_ub that are not "

@@ -341,3 +341,51 @@ def test_prox_master_falls_back_to_osqp_when_highs_fails(monkeypatch):
     np.testing.assert_allclose(x2, x, atol=1e-5)
     assert feasible(x2, lb, ub, G, h)
     assert beta2.sum() == pytest.approx(1.0) and np.all(y2 >= 0)
+
+
+# ---------------------------------------------------------------------------- equalities
+def f_star_eq(expr, lb, ub, G, h, E, e):
+    import cvxpy as cp
+
+    x = cp.Variable(lb.size)
+    prob = cp.Problem(cp.Minimize(expr(x)), [x >= lb, x <= ub, G @ x <= h, E @ x == e])
+    prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+    assert prob.status == "optimal", prob.status
+    return float(prob.value)
+
+
+@pytest.mark.parametrize("kind", ["l1", "max-affine"])
+@pytest.mark.parametrize("method", METHODS)
+@settings(max_examples=2, deadline=None)
+@given(seed=st.integers(0, 2 ** 16))
+def test_equalities_against_clarabel(kind, method, seed):
+    """``A_eq x = b_eq`` (kept as pairs of rows; the level method projects in their null
+    space): the same bracket, every query point on the equalities, the check with them."""
+    oracle, expr, lb, ub, G, h = make_case(kind, seed)
+    rng = np.random.default_rng(seed + 7)
+    E = rng.standard_normal((2, lb.size))
+    inside = rng.uniform(0.3 * lb, 0.3 * ub)
+    e = E @ inside
+    h = np.maximum(h, G @ inside + 0.05)        # the point stays feasible for the rows
+    fs = f_star_eq(expr, lb, ub, G, h, E, e)
+    rec = Recorder(oracle)
+    res = nsopt.minimize(rec, method=method, bounds=(lb, ub), A_ub=G, b_ub=h, A_eq=E, b_eq=e,
+                         rtol=1e-7, max_iter=3000)
+    tol = 1e-7 * max(1.0, abs(fs))
+    assert res.success, (res.status, res.message)
+    assert res.lower_bound <= fs + tol and fs <= res.fun + tol
+    for p in rec.points + [res.x]:
+        assert feasible(p, lb, ub, G, h)
+        assert np.all(np.abs(E @ p - e) <= 1e-9 * (1 + np.abs(e) + np.abs(E) @ np.abs(p)))
+    bound = res.certificate.check(oracle, bounds=(lb, ub), A_ub=G, b_ub=h, A_eq=E, b_eq=e)
+    assert res.lower_bound - 1e-9 * abs(res.lower_bound) <= bound <= fs + tol
+    if method == "level-bundle":
+        assert res.info["n_qp_fallbacks"] <= res.nit // 4      # the projection works
+
+
+def test_x0_off_an_equality_names_it():
+    oracle, expr, lb, ub, G, h = make_case("l1", 1)
+    E, e = np.ones((1, lb.size)), np.array([0.1])
+    with pytest.raises(ValueError, match=r"x0 violates row 0 of A_eq x = b_eq by 0\.1"):
+        nsopt.minimize(oracle, method="proximal-bundle", x0=np.zeros(lb.size),
+                       bounds=(lb, ub), A_eq=E, b_eq=e)

@@ -343,13 +343,13 @@ class Solver:
                 f"{self._label or type(self).__name__} cannot keep its iterates in a box: bounds "
                 f"is a constraint, taken by {able}; to certify an unconstrained run, state a "
                 f"ball that holds a minimiser instead (radius=..., centre=...)")
-        rows = [o for o in ("A_ub", "b_ub") if options.get(o) is not None]
+        rows = [o for o in ("A_ub", "b_ub", "A_eq", "b_eq") if options.get(o) is not None]
         if rows and rows[0] not in self.option_table():
             from ._registry import SOLVERS
             able = [n for n, c in SOLVERS.items() if rows[0] in c.option_table()]
             raise TypeError(
                 f"{self._label or type(self).__name__} cannot keep its iterates in a polyhedron: "
-                f"{' and '.join(rows)} (rows A_ub x <= b_ub) constrain x, taken by {able}")
+                f"{', '.join(rows)} (rows A_ub x <= b_ub, A_eq x = b_eq) constrain x, taken by {able}")
         # self._options: the options given, validated, under their current names
         self.config, self._options = validate_options(
             self._label or type(self).__name__, self.option_table(), options)

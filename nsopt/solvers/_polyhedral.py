@@ -33,7 +33,8 @@ import scipy.sparse as sp
 from ..inner.level_master import _highs_class, project_level_set
 from ..oracle import OracleNumericalError, freeze
 from ..bundle import PlaneBundle
-from ._region import (HOT_LP_OPTIONS, ROW_TOLERANCE, MasterLPError, ModelMinimum, RowsModelLP, planes_evidence, rows_bound, rows_for_dim,
+from ._region import (HOT_LP_OPTIONS, ROW_TOLERANCE, MasterLPError, ModelMinimum, RowsModelLP,
+                      constraint_rows, planes_evidence, rows_bound, rows_for_dim,
                       rows_model_minimum)
 from .level_bundle import LevelBundle
 
@@ -75,14 +76,15 @@ class PolyhedralLevelBundle(LevelBundle):
 
     def __init__(self, **options):
         super().__init__(**options)
-        A, b = self.config["A_ub"], self.config["b_ub"]
-        self._rows = None                # (A_ub, b_ub), validated; checked against dim at init
-        if A is not None and b is not None:
-            self._rows = rows_for_dim(A, b, A.shape[-1])
+        self._rows, self._n_eq = None, 0  # (A, b): validated rows; checked against dim at init
+        given = self.config["A_ub"] if self.config["A_ub"] is not None else self.config["A_eq"]
+        if given is not None:
+            A, b, self._n_eq = constraint_rows(self.config, given.shape[-1])
+            self._rows = (A, b)
 
     def init(self, problem, x0):
         if self._rows is None:
-            raise ValueError("PolyhedralLevelBundle needs its rows: pass A_ub and b_ub (or use "
+            raise ValueError("PolyhedralLevelBundle needs its rows: pass A_ub and b_ub, or A_eq and b_eq (or use "
                              "LevelBundle, which picks this class when they are given)")
         lb, ub = self._box(problem)
         x0 = freeze(np.clip(x0, lb, ub))       # feasible: the loop checked (or projected) it
@@ -127,16 +129,17 @@ class PolyhedralLevelBundle(LevelBundle):
     def _project(self, bundle, centre, level, slack, lb, ub):
         """The projection onto the level set within the rows: ``(x, plane multipliers carrying
         the rows' ones)`` or ``(None, None)``."""
-        A_ub, b_ub = self._rows
         rows = bundle.rows()
         A = rows.toarray() if sp.issparse(rows) else np.asarray(rows)
         n = A.shape[0]
-        scale = 1.0 + float(np.max(np.abs(centre), initial=0.0))
-        x, mult = project_level_set(np.vstack([A, A_ub]), np.concatenate([level - bundle.b, b_ub]),
-                                    lb, ub, centre, tol=1e-12 * scale)
+        x, mult = project_polyhedron(self._rows, self._n_eq, lb, ub, centre,
+                                     (A, level - bundle.b))
         if x is None or not np.all(np.isfinite(x)) or not bundle.model(x) <= level + slack:
             return None, None
-        return x, _tag(mult[:n], mult[n:])
+        y = mult[n:]
+        if self._n_eq:      # the equalities' multipliers: any sign will do (least squares)
+            y = _equality_multipliers(self._rows, self._n_eq, bundle.rmatvec(mult[:n]), y)
+        return x, _tag(mult[:n], y)
 
     def _offer(self, problem, bundle, alpha, lower, evidence, lb, ub):
         """The weak-duality bound of the plane multipliers ``alpha`` and the rows' multipliers
@@ -161,7 +164,7 @@ class PolyhedralLevelBundle(LevelBundle):
 LevelBundle.rows_variant = PolyhedralLevelBundle
 
 
-def rows_prox_master(bundle: PlaneBundle, u: float, centre, lb, ub, constraints):
+def rows_prox_master(bundle: PlaneBundle, u: float, centre, lb, ub, constraints, n_eq=0):
     r"""The trust-region bundle's master problem over :math:`P`,
 
     .. math:: \min_{x \in P} \max_i \langle a_i, x\rangle + b_i + \tfrac u2\|x - c\|^2,
@@ -170,7 +173,8 @@ def rows_prox_master(bundle: PlaneBundle, u: float, centre, lb, ub, constraints)
     x\rangle - t \le -b_i`, :math:`A_{ub} x \le b_{ub}`, :math:`lb \le x \le ub`, solved by
     HiGHS's QP solver (an active-set method; the model is rebuilt at each call). Returns
     ``(beta, y, x)``: the planes' multipliers (made feasible), the rows' (clipped and
-    scaled alike) and the minimiser; None when HiGHS reports no optimum."""
+    scaled alike) and the minimiser; None when HiGHS reports no optimum. ``n_eq``: the last
+    ``2 n_eq`` rows are equality pairs (:func:`~nsopt.solvers._region.constraint_rows`)."""
     cls = _highs_class()
     if cls is None:
         raise ImportError("the trust-region bundle with rows needs HiGHS (highspy, or scipy "
@@ -223,7 +227,7 @@ def rows_prox_master(bundle: PlaneBundle, u: float, centre, lb, ub, constraints)
     if np.any(excess > ROW_TOLERANCE * (1.0 + np.abs(b_ub) + np.abs(A_ub) @ np.abs(x))):
         # a QP answer feasible only to its solver's tolerance (OSQP's): its projection onto
         # P (exact, Goldfarb-Idnani) keeps every query point in the set
-        z, _ = project_level_set(A_ub, b_ub, lb, ub, x)
+        z, _ = project_polyhedron((A_ub, b_ub), n_eq, lb, ub, x)
         if z is None:
             return None
         x = z
@@ -253,3 +257,58 @@ def _osqp_prox(A, b, u, c, lb, ub, A_ub, b_ub):
     if res.x is None or res.y is None or not np.all(np.isfinite(res.x)):
         return None, None
     return np.asarray(res.x, dtype=np.float64), np.asarray(res.y[: n + m], dtype=np.float64)
+
+
+def project_polyhedron(rows, n_eq, lb, ub, centre, extra=None):
+    r"""The projection of ``centre`` onto :math:`\{A x \le b,\ lb \le x \le ub,\ E x \le
+    r\}` (``rows = (A, b)``, ``extra = (E, r)`` or None: the level set's planes), by the
+    compiled Goldfarb-Idnani QP (:func:`~nsopt.inner.level_master.project_level_set`).
+    ``(x, multipliers of the extra rows then of A's)``, or ``(None, None)``.
+
+    The last ``2 n_eq`` rows of A are equality pairs: Goldfarb-Idnani stops on a pair (two
+    opposite normals are dependent), so the projection runs in their null space, :math:`x =
+    x_p + N z` (:math:`x_p` the least-norm solution, N an orthonormal basis of the null space,
+    both by an SVD): :math:`\|x - c\| = \|z - N^T(c - x_p)\|`, the other rows and the box
+    become rows in z; the pairs' multipliers are returned as 0."""
+    A, b = rows
+    d = centre.size
+    E, r = extra if extra is not None else (np.zeros((0, d)), np.zeros(0))
+    scale = 1.0 + float(np.max(np.abs(centre), initial=0.0))
+    if not n_eq:
+        x, mult = project_level_set(np.vstack([E, A]), np.concatenate([r, b]), lb, ub, centre,
+                                    tol=1e-12 * scale)
+        return (None, None) if x is None else (x, mult)
+    m_ub = A.shape[0] - 2 * n_eq
+    Aeq, beq = A[m_ub: m_ub + n_eq], b[m_ub: m_ub + n_eq]
+    _, sv, Vt = np.linalg.svd(Aeq)
+    rank = int(np.sum(sv > 1e-12 * max(float(sv[0]) if sv.size else 0.0, 1e-300)))
+    xp = np.linalg.lstsq(Aeq, beq, rcond=None)[0]
+    N = Vt[rank:].T                                    # d x (d - rank)
+    fin_u, fin_l = np.isfinite(ub), np.isfinite(lb)
+    M = np.vstack([E @ N, A[:m_ub] @ N, N[fin_u], -N[fin_l]])
+    rhs = np.concatenate([r - E @ xp, b[:m_ub] - A[:m_ub] @ xp, (ub - xp)[fin_u],
+                          (xp - lb)[fin_l]])
+    k = N.shape[1]
+    z, mult = project_level_set(M, rhs, np.full(k, -np.inf), np.full(k, np.inf),
+                                N.T @ (centre - xp), tol=1e-12 * scale)
+    if z is None:
+        return None, None
+    x = np.clip(xp + N @ z, lb, ub)
+    out = np.zeros(E.shape[0] + A.shape[0])
+    out[: E.shape[0] + m_ub] = mult[: E.shape[0] + m_ub]
+    return x, out
+
+
+def _equality_multipliers(rows, n_eq, a_planes, y):
+    r"""``y`` with the equality pairs' multipliers set by least squares: :math:`\lambda`
+    minimising :math:`\|r + A_{eq}^T\lambda\|` for the reduced cost :math:`r` of the planes'
+    aggregate ``a_planes`` and the inequality rows, split into the pair :math:`(\lambda^+,
+    \lambda^-)`. Any :math:`\lambda` gives a valid bound; this one makes the box's share small."""
+    A, _ = rows
+    m_ub = A.shape[0] - 2 * n_eq
+    y = np.array(y, dtype=np.float64, copy=True)
+    r = np.asarray(a_planes, dtype=np.float64) + A[:m_ub].T @ np.maximum(y[:m_ub], 0.0)
+    lam = -np.linalg.lstsq(A[m_ub: m_ub + n_eq].T, r, rcond=None)[0]
+    y[m_ub: m_ub + n_eq] = np.maximum(lam, 0.0)
+    y[m_ub + n_eq:] = np.maximum(-lam, 0.0)
+    return y

@@ -49,7 +49,7 @@ from .._validation import NoneOr, Option, Satisfies, box_for_dim, check_vector
 
 __all__ = ["Region", "region_from_options", "planes_evidence", "box_model_minimum",
            "region_model_minimum", "rows_for_dim", "rows_bound", "rows_model_minimum",
-           "feasible_start", "ROW_OPTIONS", "RowsModelLP",
+           "feasible_start", "ROW_OPTIONS", "RowsModelLP", "constraint_rows",
            "RegionCertifier", "ModelMinimum", "MasterLPError"]
 
 _LP_OPTIONS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
@@ -79,6 +79,8 @@ class Region(NamedTuple):
     #: rows ``A_ub x <= b_ub`` on top of a box (:func:`rows_for_dim`), or None
     A_ub: np.ndarray | None = None
     b_ub: np.ndarray | None = None
+    #: the last ``2 n_eq`` rows are the pairs ``A_eq x <= b_eq``, ``-A_eq x <= -b_eq``
+    n_eq: int = 0
 
     def evidence_fields(self) -> dict:
         """The region's fields of :class:`~nsopt.certificate.OraclePlanes`."""
@@ -163,20 +165,20 @@ def region_from_options(config: dict, dim: int) -> Region | None:
                          "lies in), not both")
     if centre is not None and radius is None:
         raise ValueError("centre is the centre of the ball of radius: give radius too")
-    rows = None
-    if config.get("A_ub") is not None or config.get("b_ub") is not None:
-        rows = rows_for_dim(config.get("A_ub"), config.get("b_ub"), dim)
+    rows = constraint_rows(config, dim)
+    if rows is not None:
         if radius is not None:
-            raise ValueError("A_ub and b_ub constrain x, with bounds=(lb, ub) or alone; radius "
-                             "(a ball a minimiser lies in) cannot be combined with them")
+            raise ValueError("A_ub, b_ub (and A_eq, b_eq) constrain x, with bounds=(lb, ub) or "
+                             "alone; radius (a ball a minimiser lies in) cannot be combined "
+                             "with them")
         if bounds is None:
             inf = np.full(dim, math.inf)
             inf.setflags(write=False)
-            return Region("box", lb=-inf, ub=inf, A_ub=rows[0], b_ub=rows[1])
+            return Region("box", lb=-inf, ub=inf, A_ub=rows[0], b_ub=rows[1], n_eq=rows[2])
     if bounds is not None:
         lb, ub = box_for_dim(bounds, dim)
         if rows is not None:
-            return Region("box", lb=lb, ub=ub, A_ub=rows[0], b_ub=rows[1])
+            return Region("box", lb=lb, ub=ub, A_ub=rows[0], b_ub=rows[1], n_eq=rows[2])
         return Region("box", lb=lb, ub=ub)
     if radius is not None:
         c = np.zeros(dim) if centre is None else check_vector(centre, dim, "centre", copy=True)
@@ -439,34 +441,61 @@ ROW_OPTIONS = {
                    doc="rows A_ub x <= b_ub constraining x (with bounds): linprog's name"),
     "b_ub": Option(None, NoneOr(Satisfies(_vector, "a 1-D array of m numbers")),
                    doc="right-hand sides of the rows A_ub x <= b_ub"),
+    "A_eq": Option(None, NoneOr(Satisfies(_matrix, "a 2-D array (k, dim) or scipy.sparse "
+                                                   "matrix")),
+                   doc="rows A_eq x = b_eq constraining x (kept as two rows each)"),
+    "b_eq": Option(None, NoneOr(Satisfies(_vector, "a 1-D array of k numbers")),
+                   doc="right-hand sides of the rows A_eq x = b_eq"),
 }
 
 
-def rows_for_dim(A_ub, b_ub, dim: int):
+def constraint_rows(config: dict, dim: int):
+    """``(A, b, n_eq)``: the rows of the options ``A_ub``, ``b_ub``, ``A_eq``, ``b_eq`` as one
+    system ``A x <= b``, each equality as the pair ``A_eq x <= b_eq``, ``-A_eq x <= -b_eq``
+    (last, ``2 n_eq`` rows: multipliers of either sign are a pair of nonnegative ones); None
+    without rows."""
+    parts, n_eq = [], 0
+    if config.get("A_ub") is not None or config.get("b_ub") is not None:
+        parts.append(rows_for_dim(config.get("A_ub"), config.get("b_ub"), dim))
+    if config.get("A_eq") is not None or config.get("b_eq") is not None:
+        A, b = rows_for_dim(config.get("A_eq"), config.get("b_eq"), dim, ("A_eq", "b_eq"))
+        parts.append((np.vstack([A, -A]), np.concatenate([b, -b])))
+        n_eq = A.shape[0]
+    if not parts:
+        return None
+    A = np.vstack([p[0] for p in parts])
+    b = np.concatenate([p[1] for p in parts])
+    A.setflags(write=False)
+    b.setflags(write=False)
+    return A, b, n_eq
+
+
+def rows_for_dim(A_ub, b_ub, dim: int, names=("A_ub", "b_ub")):
     """``(A_ub, b_ub)`` validated for a problem of dimension ``dim``: a dense read-only
     ``(m, dim)`` float64 matrix (scipy.sparse accepted, made dense) and an ``(m,)`` vector, both
-    finite (scipy.optimize.linprog's names). ``ValueError`` naming the argument for one without
-    the other, a wrong shape, NaN or an infinite entry."""
+    finite (scipy.optimize.linprog's names, or ``names``: ``("A_eq", "b_eq")``). ``ValueError``
+    naming the argument for one without the other, a wrong shape, NaN or an infinite entry."""
+    na, nb = names
     if A_ub is None or b_ub is None:
-        given, missing = ("A_ub", "b_ub") if b_ub is None else ("b_ub", "A_ub")
-        raise ValueError(f"{given} is given without {missing}: the rows A_ub x <= b_ub need both")
+        given, missing = (na, nb) if b_ub is None else (nb, na)
+        raise ValueError(f"{given} is given without {missing}: the rows need both")
     A = A_ub.toarray() if sp.issparse(A_ub) else A_ub
     try:
         A = np.array(A, dtype=np.float64)
         b = np.array(b_ub, dtype=np.float64)
     except (TypeError, ValueError):
-        raise ValueError(f"A_ub and b_ub must be numeric arrays, got {type(A_ub).__name__} and "
+        raise ValueError(f"{na} and {nb} must be numeric arrays, got {type(A_ub).__name__} and "
                          f"{type(b_ub).__name__}") from None
     if A.ndim == 1 and A.size == dim:
         A = A.reshape(1, dim)                       # one row
     b = b.reshape(-1) if b.ndim == 0 else b
     if A.ndim != 2 or A.shape[1] != dim:
-        raise ValueError(f"A_ub must have shape (m, {dim}) (one row per constraint, dim "
+        raise ValueError(f"{na} must have shape (m, {dim}) (one row per constraint, dim "
                          f"columns), got shape {A.shape}")
     if b.ndim != 1 or b.size != A.shape[0]:
-        raise ValueError(f"b_ub must have shape ({A.shape[0]},), one entry per row of A_ub, "
+        raise ValueError(f"{nb} must have shape ({A.shape[0]},), one entry per row of {na}, "
                          f"got shape {b.shape}")
-    for name, v in (("A_ub", A), ("b_ub", b)):
+    for name, v in ((na, A), (nb, b)):
         bad = np.flatnonzero(~np.isfinite(v.reshape(-1)))
         if bad.size:
             at = np.unravel_index(int(bad[0]), v.shape)
@@ -568,10 +597,17 @@ def feasible_start(region: Region, x0: np.ndarray, given: bool) -> np.ndarray:
                          f"finds no point: {feas.message}); check A_ub, b_ub and bounds")
     if given:
         k = int(np.argmax(excess / scale))
-        raise ValueError(
-            f"x0 violates row {k} of A_ub x <= b_ub by {float(excess[k]):.6g} (A_ub[{k}] @ x0 = "
-            f"{float(A_ub[k] @ x0):.6g} > b_ub[{k}] = {float(b_ub[k]):.6g}); pass a feasible "
-            f"x0, or none: the default start is projected onto the set")
+        m_ub = len(b_ub) - 2 * region.n_eq
+        if k < m_ub:
+            what = (f"row {k} of A_ub x <= b_ub by {float(excess[k]):.6g} (A_ub[{k}] @ x0 = "
+                    f"{float(A_ub[k] @ x0):.6g} > b_ub[{k}] = {float(b_ub[k]):.6g})")
+        else:
+            j = (k - m_ub) % region.n_eq
+            what = (f"row {j} of A_eq x = b_eq by {float(excess[k]):.6g} (A_eq[{j}] @ x0 = "
+                    f"{float(A_ub[m_ub + j] @ x0):.6g}, b_eq[{j}] = "
+                    f"{float(b_ub[m_ub + j]):.6g})")
+        raise ValueError(f"x0 violates {what}; pass a feasible x0, or none: the default "
+                         f"start is projected onto the set")
     tol = 1e-12 * (1.0 + float(np.max(np.abs(x0), initial=0.0)))
     x, _ = project_level_set(A_ub, b_ub, lb, ub, x0, tol=tol)
     if x is not None:

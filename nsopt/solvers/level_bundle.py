@@ -76,6 +76,8 @@ class LevelBundle(Solver):
         multipliers (:class:`~nsopt.solvers._polyhedral.PolyhedralLevelBundle`). A given
         ``x0`` that violates a row is a ``ValueError`` naming the row and the amount; the
         default start is projected onto the set (a QP); an empty set is a ``ValueError``.
+        ``A_eq, b_eq``: equalities, kept as pairs of rows (the projection works in their
+        null space).
     radius, centre
         The common options: a ball :math:`\|x - c\| \le r` said to hold a minimiser (not a
         constraint). Without ``bounds`` the method runs over the smallest box around the
@@ -193,7 +195,8 @@ class LevelBundle(Solver):
     rows_variant = None
 
     def __new__(cls, **options):
-        if cls is LevelBundle and options.get("A_ub") is not None and cls.rows_variant:
+        rows = options.get("A_ub") is not None or options.get("A_eq") is not None
+        if cls is LevelBundle and rows and cls.rows_variant:
             cls = cls.rows_variant      # rows: the polyhedral variant (nsopt.solvers._polyhedral)
         return super().__new__(cls)
 

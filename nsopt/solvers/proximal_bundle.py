@@ -554,7 +554,8 @@ class TrustRegionBundle(ProximalBundle):
         (:func:`~nsopt.solvers._polyhedral.rows_prox_master`), and every bound is the
         weak-duality one of the planes' and rows' multipliers (:mod:`nsopt.solvers._polyhedral`).
         A finite bound needs a finite box (or a reduced cost exactly zero on the infinite
-        sides). A given ``x0`` violating a row is a ``ValueError`` naming it.
+        sides). A given ``x0`` violating a row is a ``ValueError`` naming it. ``A_eq, b_eq``:
+        equalities, kept as pairs of rows.
     radius, centre
         The common options (see :func:`nsopt.minimize`): a ball that holds a minimiser.
         With either region the aggregate plane gives the bound
@@ -676,7 +677,8 @@ class TrustRegionBundle(ProximalBundle):
         warm = warm if warm is not None and warm.size == bundle.n else None
         y = None                    # the rows' multipliers (with rows A_ub x <= b_ub)
         if region is not None and region.A_ub is not None:
-            out = rows_prox_master(bundle, u, s.centre, region.lb, region.ub, region.rows)
+            out = rows_prox_master(bundle, u, s.centre, region.lb, region.ub, region.rows,
+                                   region.n_eq)
             if out is None:
                 raise OracleNumericalError("proximal-bundle: HiGHS could not solve the master "
                                            "QP over the box and the rows", None, "the master QP")
@@ -847,7 +849,8 @@ class _AutoProximalBundle(ProximalBundle):
         """The solver of the variant that fits ``problem``, configured with the given options."""
         proximal = (ProxBMRM.unsupported_reason(as_problem(problem)) is None
                     and self.config.get("bounds") is None    # a box: the trust-region variant
-                    and self.config.get("A_ub") is None)     # rows, too
+                    and self.config.get("A_ub") is None      # rows, too
+                    and self.config.get("A_eq") is None)
         cls = ProxBMRM if proximal else TrustRegionBundle
         table = cls.option_table()
         foreign = sorted(set(self._options) - set(table))
