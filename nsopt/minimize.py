@@ -76,9 +76,9 @@ def default_method(problem, **options) -> str:
     not stabilised in them); ``"bmrm"`` when the master problem is a linear program (the
     L1 norm: BMRM's stabilised path, OCAS's line search with :math:`\theta = 0.02`, which
     needs 1.4-1.7x fewer iterations there than LS-BMRM's default :math:`\theta = 0.1`); else
-    :data:`DEFAULT_METHOD` (``"ls-bmrm"``) where it applies with the options given, else
-    :data:`DEFAULT_METHOD_FOR_FUNCTIONS` (a bare Oracle; a box or rows ``A_ub``, ``b_ub``,
-    which LS-BMRM cannot keep). For a plain function: :data:`DEFAULT_METHOD_FOR_FUNCTIONS`. Options only another method takes (e.g.
+    :data:`DEFAULT_METHOD` (``"ls-bmrm"``), or :data:`DEFAULT_METHOD_FOR_FUNCTIONS` when options
+    are given that LS-BMRM does not take (a box, rows ``A_ub``, ``b_ub``) and it does. For a
+    plain function: :data:`DEFAULT_METHOD_FOR_FUNCTIONS`. Options only another method takes (e.g.
     ``query_fraction``) keep the choice to the methods that take them.
 
     The threshold is measured (``benchmarks/default_method.py``, ``docs/solvers.md``): the
@@ -107,9 +107,10 @@ def default_method(problem, **options) -> str:
         return STABLE_INTERCEPTS_METHOD
     if getattr(getattr(problem, "reg", None), "inner", None) in LP_MASTERS and "bmrm" in supported:
         return "bmrm"  # its L1 path: LS-BMRM's iterations with theta 0.02
-    if DEFAULT_METHOD not in supported:
-        # a bare oracle, or options LS-BMRM does not take (a box, rows A_ub x <= b_ub): the
-        # method for any function, as methods_supporting lists it
+    if options and DEFAULT_METHOD not in supported:
+        # options LS-BMRM does not take (a box, rows A_ub x <= b_ub) keep the choice to the
+        # methods that take them: the method for any function, as methods_supporting lists it
+        # (a bare oracle without options still goes to LS-BMRM, which says what it needs)
         for name in (DEFAULT_METHOD_FOR_FUNCTIONS, "level-bundle"):
             if name in supported:
                 return name

@@ -163,10 +163,11 @@ def test_several_intercepts_get_the_proximal_bundle():
     assert est.result_.method == "proximal-bundle"
 
 
-def test_default_for_a_bare_oracle_and_constraints_is_a_method_that_takes_them():
-    """A bare Oracle, or a risk with a box or rows ``A_ub x <= b_ub`` that LS-BMRM cannot keep:
-    the default is a method ``methods_supporting`` lists with those options, and it runs
-    (it was ``ls-bmrm``, which then refused the problem or the option)."""
+def test_default_with_constraints_is_a_method_that_takes_them():
+    """A box or rows ``A_ub x <= b_ub`` that LS-BMRM cannot keep, on a bare Oracle or a risk:
+    the default is a method ``methods_supporting`` lists with those options, and it runs (it
+    was ``ls-bmrm``, which then refused the option). A bare oracle without options still gets
+    LS-BMRM's refusal (tests/test_scipy_convention.py)."""
     rng = np.random.default_rng(0)
     c = rng.standard_normal(4)
     f = nsopt.FunctionOracle(lambda x: float(np.abs(x - c).sum()) + 1.0,
@@ -174,7 +175,7 @@ def test_default_for_a_bare_oracle_and_constraints_is_a_method_that_takes_them()
     G, h = np.ones((1, 4)), np.array([0.5])
     X, y = nsopt.datasets.make_sparse_binary(100, 4, random_state=0)
     J = nsopt.RegularizedRisk(Hinge(X, y), L2(), 1e-2)
-    for problem, options in ((f, {}), (f, {"bounds": (-2.0, 2.0)}),
+    for problem, options in ((f, {"bounds": (-2.0, 2.0)}),
                              (f, {"bounds": (-2.0, 2.0), "A_ub": G, "b_ub": h}),
                              (J, {"bounds": (-2.0, 2.0)}),
                              (J, {"A_ub": G, "b_ub": h})):
