@@ -349,7 +349,8 @@ class Solver:
             able = [n for n, c in SOLVERS.items() if rows[0] in c.option_table()]
             raise TypeError(
                 f"{self._label or type(self).__name__} cannot keep its iterates in a polyhedron: "
-                f"{', '.join(rows)} (rows A_ub x <= b_ub, A_eq x = b_eq) constrain x, taken by {able}")
+                f"{', '.join(rows)} (rows A_ub x <= b_ub, A_eq x = b_eq) constrain x, taken by "
+                f"{able}")
         # self._options: the options given, validated, under their current names
         self.config, self._options = validate_options(
             self._label or type(self).__name__, self.option_table(), options)

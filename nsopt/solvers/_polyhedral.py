@@ -84,8 +84,9 @@ class PolyhedralLevelBundle(LevelBundle):
 
     def init(self, problem, x0):
         if self._rows is None:
-            raise ValueError("PolyhedralLevelBundle needs its rows: pass A_ub and b_ub, or A_eq and b_eq (or use "
-                             "LevelBundle, which picks this class when they are given)")
+            raise ValueError("PolyhedralLevelBundle needs its rows: pass A_ub and b_ub, or A_eq "
+                             "and b_eq (or use LevelBundle, which picks this class when they "
+                             "are given)")
         lb, ub = self._box(problem)
         x0 = freeze(np.clip(x0, lb, ub))       # feasible: the loop checked (or projected) it
         bundle = PlaneBundle(problem.dim, evidence="points")

@@ -21,8 +21,9 @@ from ..oracle import OracleNumericalError, freeze
 from .._validation import Interval, NoneOr, Option, Satisfies, check_box
 from ._base import ProblemNotSupported, Solver
 from ..inner.level_master import BoxModelLP, highs_available, project_level_set
-from ._region import (HOT_LP_OPTIONS, ROW_OPTIONS, MasterLPError, ModelMinimum, box_min, box_model_minimum,
+from ._region import (HOT_LP_OPTIONS, MasterLPError, ModelMinimum, box_min, box_model_minimum,
                       planes_evidence, region_from_options)
+from ._region import ROW_OPTIONS
 from ._registry import register
 
 __all__ = ["LevelBundle"]
