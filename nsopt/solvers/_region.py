@@ -209,6 +209,19 @@ class ModelMinimum(NamedTuple):
     y: np.ndarray | None = None    # multipliers of the rows A_ub x <= b_ub (None without)
 
 
+def _model_lp(M, rhs, lb, ub, deadline):
+    r""":func:`scipy.optimize.linprog` (HiGHS) on :math:`\min t` s.t. :math:`M (x, t) \le
+    rhs`, :math:`lb \le x \le ub`, t free, within the time left before ``deadline``."""
+    d = len(lb)
+    c = np.zeros(d + 1)
+    c[-1] = 1.0
+    box = np.column_stack([np.append(lb, -np.inf), np.append(ub, np.inf)])
+    options = dict(_LP_OPTIONS)
+    if deadline is not None:
+        options["time_limit"] = max(deadline - time.perf_counter(), 1e-3)
+    return linprog(c, A_ub=M, b_ub=rhs, bounds=box, method="highs", options=options)
+
+
 def box_model_minimum(bundle: PlaneBundle, lb, ub, deadline=None, constraints=None
                       ) -> ModelMinimum | None:
     r"""The LP :math:`\min t` s.t. :math:`A x - t \le -b`, :math:`lb \le x \le ub` (HiGHS), and
@@ -224,13 +237,7 @@ def box_model_minimum(bundle: PlaneBundle, lb, ub, deadline=None, constraints=No
         A_ub = sp.hstack([rows, sp.csr_matrix(-np.ones((n, 1)))], format="csr")
     else:
         A_ub = np.hstack([rows, -np.ones((n, 1))])
-    c = np.zeros(d + 1)
-    c[-1] = 1.0
-    box = np.column_stack([np.append(lb, -np.inf), np.append(ub, np.inf)])
-    options = dict(_LP_OPTIONS)
-    if deadline is not None:
-        options["time_limit"] = max(deadline - time.perf_counter(), 1e-3)
-    res = linprog(c, A_ub=A_ub, b_ub=-bundle.b, bounds=box, method="highs", options=options)
+    res = _model_lp(A_ub, -bundle.b, lb, ub, deadline)
     if res.status == 3:
         return None
     if res.status != 0 or res.x is None or res.ineqlin is None or res.ineqlin.marginals is None:
@@ -537,14 +544,7 @@ def rows_model_minimum(bundle: PlaneBundle, lb, ub, constraints, deadline=None
     M = np.zeros((n + m, d + 1))
     M[:n, :d], M[:n, d] = rows, -1.0
     M[n:, :d] = A_ub
-    c = np.zeros(d + 1)
-    c[-1] = 1.0
-    box = np.column_stack([np.append(lb, -np.inf), np.append(ub, np.inf)])
-    options = dict(_LP_OPTIONS)
-    if deadline is not None:
-        options["time_limit"] = max(deadline - time.perf_counter(), 1e-3)
-    res = linprog(c, A_ub=M, b_ub=np.concatenate([-bundle.b, b_ub]), bounds=box,
-                  method="highs", options=options)
+    res = _model_lp(M, np.concatenate([-bundle.b, b_ub]), lb, ub, deadline)
     if res.status == 3:
         return None
     if res.status == 2:
