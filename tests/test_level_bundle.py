@@ -360,7 +360,7 @@ def test_hot_lp_time_limit_is_what_is_left_not_the_sum_of_runs():
     A, b = rng.standard_normal((400, d)), rng.standard_normal(400)
     lp = BoxModelLP(-np.ones(d), np.ones(d), {"simplex_dual_edge_weight_strategy": 1})
     x = np.zeros(d)
-    for i in range(40):
+    for i in range(120):   # many runs: one more solve is ~1% of their sum, even under load
         r = A @ x - b
         g = A.T @ np.sign(r)
         lp.add(g, float(np.abs(r).sum() - g @ x))
@@ -371,6 +371,6 @@ def test_hot_lp_time_limit_is_what_is_left_not_the_sum_of_runs():
     r = A @ x - b
     g = A.T @ np.sign(r)
     lp.add(g, float(np.abs(r).sum() - g @ x))
-    out = lp.solve(spent / 4)       # less left than the runs so far took, but ample for one
+    out = lp.solve(spent / 2)       # less left than the runs so far took, but ample for one
     assert out is not None
     assert np.all(np.isfinite(out[2])) and abs(out[2].sum() - 1) < 1e-6
