@@ -84,7 +84,7 @@ VARIANTS = {
     "bmrm-kelley": ("bmrm", {"line_search": False}),  # before: Alg. 2 as published (Kelley)
 }
 
-METHODS = ["default", "bmrm", "bmrm-kelley", "ls-bmrm", "proximal-bundle", "sublbfgs"]
+METHODS = ["default", "newton-cd", "bmrm", "bmrm-kelley", "ls-bmrm", "proximal-bundle", "sublbfgs"]
 
 
 def make_run(method, J, level, max_time):

@@ -13,7 +13,8 @@ from .subbfgs import SubBFGS, SubLBFGS
 from .excessive_gap import ExcessiveGap
 from .level_bundle import LevelBundle
 from .dcd import DCD
+from .newton_cd import NewtonCD
 
 __all__ = ["SOLVERS", "Solver", "Option", "ProblemNotSupported", "BMRM", "LSBMRM", "KBundle", "ProximalBundle", "ProxBMRM",
-           "TrustRegionBundle", "SubBFGS", "SubLBFGS", "ExcessiveGap", "LevelBundle", "DCD",
+           "TrustRegionBundle", "SubBFGS", "SubLBFGS", "ExcessiveGap", "LevelBundle", "DCD", "NewtonCD",
            "methods_supporting"]
