@@ -297,29 +297,38 @@ def dual_slope(kind, s, t, c):
 def gram(indptr, indices, data, D, pos, n, b_pos, nu):
     r"""The model's Hessian on the active columns, dense: :math:`H = X_A^T \mathrm{diag}(D) X_A
     + \nu I` (``pos[j]``: column j's place in A, or -1; ``b_pos``: the intercept's place,
-    or -1), from the rows (CSR), :math:`\sum_i n_i^2/2` multiply-adds."""
+    or -1), from the rows (CSR), :math:`\sum_i n_i^2/2` multiply-adds: each row's active
+    entries are gathered first, then their products added to one triangle."""
     H = np.zeros((n, n))
     m = indptr.size - 1
+    width = 1
+    for i in range(m):
+        width = max(width, indptr[i + 1] - indptr[i])
+    where = np.empty(width + 1, dtype=np.int64)
+    value = np.empty(width + 1)
     for i in range(m):
         di = D[i]
         if di == 0.0:
             continue
+        cnt = 0
         for k in range(indptr[i], indptr[i + 1]):
             a = pos[indices[k]]
-            if a < 0:
-                continue
-            v = di * data[k]
-            for l in range(k, indptr[i + 1]):
-                b = pos[indices[l]]
-                if b >= 0:
-                    H[a, b] += v * data[l]
-            if b_pos >= 0:
-                H[a, b_pos] += v
+            if a >= 0:
+                where[cnt] = a
+                value[cnt] = data[k]
+                cnt += 1
         if b_pos >= 0:
-            H[b_pos, b_pos] += di
+            where[cnt] = b_pos
+            value[cnt] = 1.0
+            cnt += 1
+        for u in range(cnt):
+            a = where[u]
+            v = di * value[u]
+            for t in range(u, cnt):
+                H[a, where[t]] += v * value[t]
     for a in range(n):
         for b in range(a + 1, n):
-            s = H[a, b] + H[b, a]       # each pair landed on one side (CSR order)
+            s = H[a, b] + H[b, a]       # each pair landed on one side
             H[a, b] = s
             H[b, a] = s
         H[a, a] += nu
