@@ -90,6 +90,7 @@ class _Data(NamedTuple):
     rng: np.ndarray
     rows: tuple                # the same data by rows (CSR: indptr, indices, values)
     gram: bool                 # models on a dense Hessian of the active columns
+    own_value: bool            # the kernels value the iterates (else: an oracle call each)
 
 
 @register
@@ -213,9 +214,6 @@ class NewtonCD(Solver):
             return (f"method {cls.name!r} needs a twice differentiable binary margin loss whose "
                     f"conjugate it knows (Logistic, SquaredHinge), got {type(loss).__name__}; "
                     "use 'bmrm' or 'proximal-bundle'")
-        if not getattr(loss, "scores_supported", False):
-            return (f"method {cls.name!r} values the loss from its scores, but "
-                    f"{type(loss).__name__} overrides its evaluation; use 'bmrm'")
         return None
 
     class State(NamedTuple):
@@ -242,6 +240,14 @@ class NewtonCD(Solver):
         subgradient_norm: float
         linearization_error: float
         data: object               # _Data
+
+    def _dual_certifier(self, problem):
+        """The corrected dual point (:class:`~nsopt.certificate.L1DualCertifier`) only when
+        ``certify_dual`` is given: the method's own dual point is the same construction,
+        every iteration, without the correction rounds."""
+        if "certify_dual" not in self._options:
+            return None
+        return super()._dual_certifier(problem)
 
     # ------------------------------------------------------------------------------------
     def init(self, problem, x0):
@@ -272,7 +278,8 @@ class NewtonCD(Solver):
                      np.ascontiguousarray(base.y, dtype=np.float64),
                      np.ascontiguousarray(base.c, dtype=np.float64), pen, has_b, d,
                      np.array([seed or 1], dtype=np.uint64),
-                     (csr.indptr.astype(np.int64), csr.indices.astype(np.int64), csr.data), gram)
+                     (csr.indptr.astype(np.int64), csr.indices.astype(np.int64), csr.data), gram,
+                     bool(getattr(problem.loss, "scores_supported", False)))
         if has_b:
             y, c = data.y, data.c
             if not (np.any(c[y > 0] > 0) and np.any(c[y < 0] > 0)) and kind == K.LOGISTIC:
@@ -297,6 +304,10 @@ class NewtonCD(Solver):
         lower, evidence = self._bound(problem, data, t, cyt, grad)
         fields = dict(w=w, z=z, t=t, D=D, grad=grad, hdiag=hdiag, fun=fun, lower_bound=lower,
                       evidence=evidence, w_best=w, fun_best=fun)
+        if not data.own_value:    # a loss that overrides its oracle: valued by the oracle
+            fields.update(w_best=None, fun_best=math.inf)
+            if s is not None and not np.array_equal(w, s.w):
+                problem.evaluate(w)
         if s is None:
             return self.State(**fields, n_active=n, inner_sweeps=0, halvings=0, inner_tol=1.0,
                               violation_max=math.inf, violation_init=math.nan, fails=0, n_steps=0,
