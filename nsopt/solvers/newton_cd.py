@@ -165,8 +165,10 @@ class NewtonCD(Solver):
     Cost per iteration: one pass over the columns (gradient and Hessian diagonal); with
     ``model="columns"`` two per coordinate-descent sweep over the active columns, with
     ``"gram"`` the Hessian (a9a: about 14 passes' worth) and :math:`X d` (one pass over the
-    active columns); O(m) per line-search trial and for the certificate. Scores are updated as :math:`z + \beta Xd` and recomputed from ``w`` every
-    8 iterations. Data is read by columns (CSC; dense data is copied to CSC once). A free
+    active columns); O(m) per line-search trial and for the certificate. Scores are updated
+    as :math:`z + \beta Xd` and recomputed from ``w`` every 8 iterations. Data is read by
+    columns (CSC; dense data is copied to CSC and CSR once; the rows feed the dense
+    Hessian). A free
     intercept is column ``d`` of ones with no penalty. Compiled with numba
     (:mod:`nsopt.solvers._newton_cd_kernels`).
 
@@ -432,7 +434,8 @@ class NewtonCD(Solver):
                     break
                 beta *= 0.5
                 halvings += 1
-        counts = dict(n_steps=s.n_steps + 1, n_active=int(active.size), inner_sweeps=s.inner_sweeps + int(sweeps),
+        counts = dict(n_steps=s.n_steps + 1, n_active=int(active.size),
+                      inner_sweeps=s.inner_sweeps + int(sweeps),
                       halvings=s.halvings + halvings, inner_tol=inner_tol,
                       violation_max=float(v[active].max(initial=0.0)), violation_init=v_init)
         if not accepted:                      # no descent: a tighter model, exact scores
