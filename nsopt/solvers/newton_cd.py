@@ -223,15 +223,17 @@ class NewtonCD(Solver):
         if reason is not None:
             return reason
         reg = problem.base_reg if problem.fit_intercept else problem.reg
+        # with an intercept, say that it is not the reason
+        what = " (with or without an intercept)" if problem.fit_intercept else ""
         if getattr(reg, "l1_ratio", None) != 1.0:
-            return (f"method {cls.name!r} needs the L1 regularizer lam ||w||_1 (l1_ratio 1), got "
-                    f"{type(reg).__name__}; use 'bmrm', 'ls-bmrm' or 'proximal-bundle', which take "
-                    "any regularizer")
+            return (f"method {cls.name!r} needs the L1 regularizer lam ||w||_1 (l1_ratio 1){what}, "
+                    f"got {type(reg).__name__}; use 'bmrm', 'ls-bmrm' or 'proximal-bundle', which "
+                    "take any regularizer")
         loss = problem.base_loss if problem.fit_intercept else problem.loss
         if loss_kind(loss) is None:
             return (f"method {cls.name!r} needs a twice differentiable binary margin loss whose "
-                    f"conjugate it knows (Logistic, SquaredHinge), got {type(loss).__name__}; "
-                    "use 'bmrm' or 'proximal-bundle'")
+                    f"conjugate it knows (Logistic, SquaredHinge){what}, got "
+                    f"{type(loss).__name__}; use 'bmrm' or 'proximal-bundle'")
         return None
 
     class State(NamedTuple):
