@@ -19,7 +19,7 @@ import scipy.linalg
 import scipy.sparse as sp
 
 from .._validation import Boolean, Interval, Option, Options
-from ..certificate import DualPoint
+from ..certificate import DualPoint, _one_blas_thread
 from ..regularizers import scaled_conjugate
 from . import _newton_cd_kernels as K
 from ._base import Solver
@@ -379,7 +379,7 @@ class NewtonCD(Solver):
         slope at 1 is :math:`\\lambda\\|w\\|_1`), else the slope's root (closed form for the
         squared hinge, bisection for the logistic loss)."""
         if kind == K.SQUARED_HINGE:
-            ct, ctt = float(c @ t), float(c @ (t * t))
+            ct, ctt = K.weighted_moments(t, c)
             best = ct / ctt if ctt > 0 else 0.0
             return min(best, top)
         if K.dual_slope(kind, top, t, c) >= 0.0:
@@ -414,7 +414,8 @@ class NewtonCD(Solver):
         tol = s.inner_tol * v_init
         if data.gram:   # a cheap model: solved to a share of the violations at w
             tol = min(tol, _GRAM_TOL * total)
-            wpd, q, sweeps = self._gram_model(data, s, active, lam, tol)
+            with _one_blas_thread():   # small solves: BLAS threads cost more than they give
+                wpd, q, sweeps = self._gram_model(data, s, active, lam, tol)
         else:
             wpd = w.copy()
             q = np.zeros(m)
