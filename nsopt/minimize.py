@@ -25,8 +25,9 @@ DEFAULT_METHOD_FOR_FUNCTIONS = "proximal-bundle"
 #: the method :func:`default_method` prefers where it applies and is well conditioned
 DUAL_METHOD = "dcd"
 #: the method for L1 with a logistic or squared hinge loss (where ``NewtonCD`` applies):
-#: a9a, lam 1e-4 / 1e-5, certified 1e-3 / 1e-4 in 7-11 Newton steps against 91-281 BMRM
-#: iterations (benchmarks/l1.py, docs/solvers.md)
+#: a9a, lam 1e-4 / 1e-5, certified 1e-3 / 1e-4 in 6-10 Newton steps against 91-281 BMRM
+#: iterations, 0.16-0.25x Cyanure's time and 0.34-0.78x glum's (benchmarks/l1.py, one run,
+#: docs/solvers.md)
 NEWTON_METHOD = "newton-cd"
 #: :func:`default_method` picks :data:`DUAL_METHOD` when ``dcd_conditioning(problem)`` is at
 #: most this (measured by benchmarks/default_method.py, see docs/solvers.md). 300 since dcd's
