@@ -23,6 +23,8 @@ import math
 import numpy as np
 from numba import njit
 
+from ._dcd_kernels import _shuffle  # Fisher-Yates on a xorshift state (shared with dcd)
+
 __all__ = ["SQUARED_HINGE", "LOGISTIC", "margin_terms", "loss_sum", "line_loss", "grad_hess",
            "inner_cd", "dual_slope", "conjugate_sum", "penalty", "scores", "gram", "dense_cd",
            "violations", "column_products", "weighted_moments"]
@@ -138,27 +140,6 @@ def scores(indptr, indices, data, w, has_b, m):
             for k in range(indptr[j], indptr[j + 1]):
                 z[indices[k]] += data[k] * wj
     return z
-
-
-@njit(cache=True)
-def _next(rng):
-    """xorshift64* on ``rng[0]``."""
-    x = rng[0]
-    x ^= x >> np.uint64(12)
-    x ^= x << np.uint64(25)
-    x ^= x >> np.uint64(27)
-    rng[0] = x
-    return x * np.uint64(0x2545F4914F6CDD1D)
-
-
-@njit(cache=True)
-def _shuffle(index, n, rng):
-    """Fisher-Yates on ``index[:n]``."""
-    for k in range(n - 1, 0, -1):
-        j = int(((_next(rng) >> np.uint64(32)) * np.uint64(k + 1)) >> np.uint64(32))
-        tmp = index[k]
-        index[k] = index[j]
-        index[j] = tmp
 
 
 @njit(cache=True)
