@@ -3,7 +3,8 @@ r"""L1-regularized linear models: BMRM's LP master before and after its stabilis
 BMRM with the L1 norm solves an LP master problem; unstabilised ([TVSL10] Alg. 2, option
 ``line_search=False``, printed ``bmrm-kelley``) it is Kelley's cutting-plane method and stalls.
 ``bmrm`` (its default ``line_search="auto"``: OCAS's line search and query point on an LP master)
-is set against ``ls-bmrm``, ``proximal-bundle``, ``sublbfgs`` and the default method, and the
+is set against ``newton-cd``, ``ls-bmrm``, ``proximal-bundle``, ``sublbfgs`` and the default
+method, and the
 peers Cyanure (proves a duality gap; ``n_threads=1``, no intercept) and glum (logistic only,
 uncertified), exactly as in ``benchmarks/peers.py`` (whose cell runner, timing and reference
 bracket this script reuses; see its docstring for what is timed and how peers are judged).
@@ -63,6 +64,24 @@ nothing there and is not used by the search (tried: fusing on steps that land on
 where the search often stops, took 5 fused passes to save 1 value pass on logistic 1e-4 1e-4,
 3 for none on squared hinge; a fused pass costs 1.1-1.2 ms against 0.5 + 1.0 for the two).
 
+**newton-cd** (``nsopt.solvers.NewtonCD``, the default for these problems since it exists):
+Newton steps on the quadratic model plus the L1 term, certified by the scaled dual point.
+``--methods default newton-cd bmrm``, one run, load 18-21 (raw pass 3.5 ms); certified
+seconds (Newton steps), ratio to Cyanure and to glum from the same run:
+
+==================  ============================  ============
+cell, level         newton-cd, x Cyanure / glum   bmrm
+==================  ============================  ============
+logistic 1e-4 1e-3  0.42 s (6), 0.18x / 0.49x     3.13 s (91)
+logistic 1e-4 1e-4  0.47 s (7), 0.16x / 0.55x     5.35 s (149)
+logistic 1e-5 1e-3  0.83 s (8), 0.25x / 0.78x     7.13 s (154)
+logistic 1e-5 1e-4  0.77 s (8), 0.25x / 0.34x     11.9 s (227)
+sqhinge 1e-4 1e-3   0.46 s (6), 0.21x             2.60 s (102)
+sqhinge 1e-4 1e-4   0.43 s (6), 0.20x             4.81 s (171)
+sqhinge 1e-5 1e-3   0.77 s (9), 0.18x             7.02 s (188)
+sqhinge 1e-5 1e-4   0.79 s (10), 0.19x            13.6 s (281)
+==================  ============================  ============
+
 Usage: python benchmarks/l1.py [--sets a9a] [--lams 1e-4 1e-5] [--problems logistic-l1 ...]
        [--methods default bmrm bmrm-kelley ...] [--max-time 20] [--out FILE.csv|.md]
 """
@@ -84,7 +103,7 @@ VARIANTS = {
     "bmrm-kelley": ("bmrm", {"line_search": False}),  # before: Alg. 2 as published (Kelley)
 }
 
-METHODS = ["default", "bmrm", "bmrm-kelley", "ls-bmrm", "proximal-bundle", "sublbfgs"]
+METHODS = ["default", "newton-cd", "bmrm", "bmrm-kelley", "ls-bmrm", "proximal-bundle", "sublbfgs"]
 
 
 def make_run(method, J, level, max_time):

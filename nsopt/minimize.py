@@ -24,6 +24,11 @@ DEFAULT_METHOD = "ls-bmrm"
 DEFAULT_METHOD_FOR_FUNCTIONS = "proximal-bundle"
 #: the method :func:`default_method` prefers where it applies and is well conditioned
 DUAL_METHOD = "dcd"
+#: the method for L1 with a logistic or squared hinge loss (where ``NewtonCD`` applies):
+#: a9a, lam 1e-4 / 1e-5, certified 1e-3 / 1e-4 in 6-10 Newton steps against 91-281 BMRM
+#: iterations, 0.16-0.25x Cyanure's time and 0.34-0.78x glum's (benchmarks/l1.py, one run,
+#: docs/solvers.md)
+NEWTON_METHOD = "newton-cd"
 #: :func:`default_method` picks :data:`DUAL_METHOD` when ``dcd_conditioning(problem)`` is at
 #: most this (measured by benchmarks/default_method.py, see docs/solvers.md). 300 since dcd's
 #: compiled epochs (prefetched rows, checks decided by a gap estimate): dcd / ls-bmrm CPU time
@@ -73,7 +78,9 @@ def default_method(problem, **options) -> str:
     measured 1.2-3x slower than LS-BMRM with one on a9a at lam 1e-4 and 1e-5, see
     ``benchmarks/dcd.py --intercept``); :data:`STABLE_INTERCEPTS_METHOD`
     (``"proximal-bundle"``) with several free intercepts (one bias per class: BMRM's model is
-    not stabilised in them); ``"bmrm"`` when the master problem is a linear program (the
+    not stabilised in them); :data:`NEWTON_METHOD` (``"newton-cd"``) for L1 with a logistic
+    or squared hinge loss (``"newton-cd" in methods_supporting(...)``); ``"bmrm"`` when the
+    master problem is a linear program (the
     L1 norm: BMRM's stabilised path, OCAS's line search with :math:`\theta = 0.02`, which
     needs 1.4-1.7x fewer iterations there than LS-BMRM's default :math:`\theta = 0.1`); else
     :data:`DEFAULT_METHOD` (``"ls-bmrm"``), or :data:`DEFAULT_METHOD_FOR_FUNCTIONS` when options
@@ -105,6 +112,8 @@ def default_method(problem, **options) -> str:
         return DUAL_METHOD
     if getattr(problem, "n_intercepts", 0) > 1 and STABLE_INTERCEPTS_METHOD in supported:
         return STABLE_INTERCEPTS_METHOD
+    if NEWTON_METHOD in supported:
+        return NEWTON_METHOD  # L1 with a smooth margin loss (benchmarks/l1.py)
     if getattr(getattr(problem, "reg", None), "inner", None) in LP_MASTERS and "bmrm" in supported:
         return "bmrm"  # its L1 path: LS-BMRM's iterations with theta 0.02
     if options and DEFAULT_METHOD not in supported:
@@ -140,7 +149,8 @@ def minimize(problem, method_or_x0=None, x0=None, *, method: str | None = None, 
         One of ``nsopt.solvers.SOLVERS`` (``"bmrm"``, ...). By default
         :func:`default_method`: ``"dcd"`` for an L2 hinge, squared hinge or logistic risk it
         takes whose conditioning ``max_i c_i ||x_i||^2 / lam`` is at most
-        :data:`DCD_MAX_CONDITIONING`, ``"bmrm"`` (stabilised) for an L1 risk, else
+        :data:`DCD_MAX_CONDITIONING`, ``"newton-cd"`` for L1 with a logistic or squared hinge
+        loss, ``"bmrm"`` (stabilised) for another L1 risk, else
         ``"ls-bmrm"`` for an Oracle, and
         ``"proximal-bundle"`` (which takes any oracle) for a plain function.
         ``Result.method`` says which ran.

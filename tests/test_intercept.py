@@ -102,7 +102,8 @@ def supports(method, J):
     return SOLVERS[method].unsupported_reason(J) is None
 
 
-METHODS = ["bmrm", "ls-bmrm", "kbundle", "proximal-bundle", "subbfgs", "sublbfgs", "dcd"]
+METHODS = ["bmrm", "ls-bmrm", "kbundle", "proximal-bundle", "subbfgs", "sublbfgs", "dcd",
+           "newton-cd"]
 
 
 @pytest.mark.parametrize("reg_name", ["l2", "l1"])
@@ -114,9 +115,12 @@ def test_against_cvxpy_with_free_bias(method, loss_name, reg_name):
     if not supports(method, J):
         with pytest.raises(ProblemNotSupported):
             nsopt.minimize(J, method=method)
-        # the only combinations refused here: kbundle with L1, dcd off L2 binary margin losses
+        # the only combinations refused here: kbundle with L1, dcd off L2 binary margin losses,
+        # newton-cd off L1 logistic / squared hinge
         assert ((method, reg_name) == ("kbundle", "l1")
-                or (method == "dcd" and (reg_name == "l1" or loss_name == "multiclass-hinge")))
+                or (method == "dcd" and (reg_name == "l1" or loss_name == "multiclass-hinge"))
+                or (method == "newton-cd" and (reg_name == "l2"
+                                               or loss_name not in ("logistic", "squared-hinge"))))
         return
     opt, coef, intercept = reference(loss_name, reg_name)
     res = nsopt.minimize(J, method=method, rtol=1e-4, max_iter=3000)

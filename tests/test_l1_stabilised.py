@@ -43,11 +43,12 @@ def test_default_l1_bmrm_certifies_1e4_in_bounded_iterations(problem):
     assert res.fun - ref <= 1e-4 * abs(res.fun) + slack
 
 
-def test_default_method_for_l1_is_the_stabilised_bmrm(problem):
-    """``method=None`` on an L1 risk runs BMRM's stabilised path (theta 0.02), which certifies
-    in fewer iterations than LS-BMRM's default theta 0.1."""
+def test_bmrm_on_l1_is_the_stabilised_path(problem):
+    """``method="bmrm"`` on an L1 risk runs its stabilised path (theta 0.02), which certifies
+    in fewer iterations than LS-BMRM's default theta 0.1. (The default method on this L1
+    logistic problem is now newton-cd: tests/test_newton_cd.py.)"""
     _, _, J = problem
-    res = nsopt.minimize(J, rtol=1e-4, max_iter=ITERATIONS)
+    res = nsopt.minimize(J, method="bmrm", rtol=1e-4, max_iter=ITERATIONS)
     assert res.method == "bmrm" and res.info["line_search"] is True
     assert res.success
     ls = nsopt.minimize(J, method="ls-bmrm", rtol=1e-4, max_iter=ITERATIONS)

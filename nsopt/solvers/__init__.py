@@ -14,7 +14,8 @@ from .excessive_gap import ExcessiveGap
 from .level_bundle import LevelBundle
 from . import _polyhedral  # noqa: F401  (LevelBundle's variant with rows A_ub x <= b_ub)
 from .dcd import DCD
+from .newton_cd import NewtonCD
 
 __all__ = ["SOLVERS", "Solver", "Option", "ProblemNotSupported", "BMRM", "LSBMRM", "KBundle", "ProximalBundle", "ProxBMRM",
-           "TrustRegionBundle", "SubBFGS", "SubLBFGS", "ExcessiveGap", "LevelBundle", "DCD",
+           "TrustRegionBundle", "SubBFGS", "SubLBFGS", "ExcessiveGap", "LevelBundle", "DCD", "NewtonCD",
            "methods_supporting"]
