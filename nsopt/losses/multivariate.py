@@ -703,6 +703,7 @@ def _check_ranking(relevance, qid, m):
 
 _MAX_MERGE_STATES = 1 << 22  # states of the grade merge per query (kern.ndcg_merge), else LSA
 _MAX_TAIL_PREFIX = 1 << 22  # entries of the merge's tail prefix sums per query, else a sweep
+_MERGE_PRUNE = 2  # forced orders of the merge: 2 by position (suffix ranges), 1 one range, 0 none
 
 
 class NDCG(MultivariateLoss):
@@ -862,6 +863,15 @@ class NDCG(MultivariateLoss):
         self._gptr = np.asarray(gptr, dtype=np.int64)
         self._qg = np.asarray(qg, dtype=np.int64)
         self._b_grade = np.asarray(b_grade, dtype=np.float64)
+        # range of the ratios (a_l - a_{l+1}) / (c_l - c_{l+1}) over the positions l >= i of
+        # each query (the merge's forced orders; 0 at its last position)
+        lo_parts, hi_parts = [], []
+        for _, c, _, a, _ in qs:
+            rho = np.diff(a) / np.diff(c)  # c strictly decreases
+            lo_parts.append(np.r_[np.minimum.accumulate(rho[::-1])[::-1], 0.0])
+            hi_parts.append(np.r_[np.maximum.accumulate(rho[::-1])[::-1], 0.0])
+        self._rho_lo = np.concatenate(lo_parts)
+        self._rho_hi = np.concatenate(hi_parts)
 
     def _natural_groups(self):
         """Row indices of each kept query, documents by decreasing relevance."""
@@ -891,9 +901,11 @@ class NDCG(MultivariateLoss):
         if q is None:  # every query in one compiled pass (a merge of its grades)
             g_cat = np.empty(self._rows.size)
             done = np.zeros(self.n_queries, dtype=np.bool_)
-            kern.ndcg_merge(np.ascontiguousarray(f[self._rows], dtype=np.float64), self._qptr,
-                            self._gptr, self._qg, self._b_grade, self._c, self._a, self._c_bar,
-                            self._ab, _MAX_MERGE_STATES, _MAX_TAIL_PREFIX, values, g_cat, done)
+            fq = np.ascontiguousarray(f[self._rows], dtype=np.float64)
+            kern.ndcg_merge(fq, np.argsort(-fq), self._qptr, self._gptr, self._qg,
+                            self._b_grade, self._c, self._a, self._c_bar, self._ab, self._rho_lo,
+                            self._rho_hi, _MAX_MERGE_STATES, _MAX_TAIL_PREFIX, _MERGE_PRUNE,
+                            values, g_cat, done)
             g[self._rows] = g_cat
             todo = np.flatnonzero(~done)
         else:
