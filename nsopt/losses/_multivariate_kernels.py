@@ -317,6 +317,15 @@ def pairs_gradient(f, q, lower, upper, cost, side, out):
 # NDCG ([TVSL10] Alg. 10): the assignment of every query by a merge of its grades
 # --------------------------------------------------------------------------------------
 @njit(cache=True)
+def _programme_arrays(hist_n, cand_n, G_max):
+    """The merge's history (``hist_n`` entries: state, value, parent, grade, ``G_max`` counts)
+    and candidate arrays (``cand_n``: state, value, parent), see :func:`_merge_layers`."""
+    return (np.empty(hist_n, dtype=np.int64), np.empty(hist_n), np.empty(hist_n, dtype=np.int64),
+            np.empty(hist_n, dtype=np.int64), np.empty(hist_n * G_max, dtype=np.int64),
+            np.empty(cand_n, dtype=np.int64), np.empty(cand_n), np.empty(cand_n, dtype=np.int64))
+
+
+@njit(cache=True)
 def _merge_layers(fs, base, count, cap, stride, b, c, a, lo, K, n_grades, rho_lo, rho_hi, prune,
                   fmax, off, hist_s, hist_v, hist_p, hist_c, hist_k, G_max, cand_s, cand_v, cand_p,
                   head, stop, rd, mg, lower):
@@ -524,14 +533,8 @@ def ndcg_merge(f, f_order, qptr, gptr, qg, b_grade, c, a, c_bar, ab, rho_lo, rho
     lower = np.empty((G_max, G_max), dtype=np.bool_)
     hist_n = 4 * n_max + 64  # grown (doubled) when a query needs more
     cand_n = 8 * G_max
-    hist_s = np.empty(hist_n, dtype=np.int64)
-    hist_v = np.empty(hist_n)
-    hist_p = np.empty(hist_n, dtype=np.int64)
-    hist_c = np.empty(hist_n, dtype=np.int64)
-    hist_k = np.empty(hist_n * G_max, dtype=np.int64)
-    cand_s = np.empty(cand_n, dtype=np.int64)
-    cand_v = np.empty(cand_n)
-    cand_p = np.empty(cand_n, dtype=np.int64)
+    hist_s, hist_v, hist_p, hist_c, hist_k, cand_s, cand_v, cand_p = _programme_arrays(
+        hist_n, cand_n, G_max)
     for t in range(n_queries):
         lo, hi = qptr[t], qptr[t + 1]
         n = hi - lo
@@ -602,16 +605,10 @@ def ndcg_merge(f, f_order, qptr, gptr, qg, b_grade, c, a, c_bar, ab, rho_lo, rho
                                    stop, rd, mg, lower)
             if status != 2:
                 break
-            hist_n = 2 * hist_s.shape[0]
-            cand_n = 2 * cand_s.shape[0]
-            hist_s = np.empty(hist_n, dtype=np.int64)
-            hist_v = np.empty(hist_n)
-            hist_p = np.empty(hist_n, dtype=np.int64)
-            hist_c = np.empty(hist_n, dtype=np.int64)
-            hist_k = np.empty(hist_n * G_max, dtype=np.int64)
-            cand_s = np.empty(cand_n, dtype=np.int64)
-            cand_v = np.empty(cand_n)
-            cand_p = np.empty(cand_n, dtype=np.int64)
+            hist_n *= 2
+            cand_n *= 2
+            hist_s, hist_v, hist_p, hist_c, hist_k, cand_s, cand_v, cand_p = _programme_arrays(
+                hist_n, cand_n, G_max)
         if status == 1:  # forced orders in conflict (rounding): leave it to the caller
             done[t] = False
             continue

@@ -390,12 +390,15 @@ def ndcg_spread(draw):
 
 
 @given(ndcg_spread())
-@example((np.array([3.0, -1.0, 2.0, 0.5, -2.0]) * 2.0 ** 20, np.array([1.0, -1.0, 0.5, 2.0, -0.5]),
-          np.array([2.0, 0.0, 1.0, 0.0, 2.0]), np.zeros(5, dtype=int), None))
-@example((np.array([1024.0, 1024.0, -512.0, 0.0, 1024.0, 2048.0]), np.array([1.0, 2.0, -1.0, 0.5, -2.0, 1.0]),
-          np.array([2.0, 0.0, 1.0, 0.0, 2.0, 1.0]), np.zeros(6, dtype=int), 2))
-@example((0.1875 * np.array([2.0, 0.0, 1.0, 0.0, 2.0, 1.0]), np.array([1.0, -1.0, 0.5, 2.0, -0.5, 1.0]),
-          np.array([2.0, 0.0, 1.0, 0.0, 2.0, 1.0]), np.zeros(6, dtype=int), None))
+@example((np.array([3.0, -1.0, 2.0, 0.5, -2.0]) * 2.0 ** 20,
+          np.array([1.0, -1.0, 0.5, 2.0, -0.5]), np.array([2.0, 0.0, 1.0, 0.0, 2.0]),
+          np.zeros(5, dtype=int), None))
+@example((np.array([1024.0, 1024.0, -512.0, 0.0, 1024.0, 2048.0]),
+          np.array([1.0, 2.0, -1.0, 0.5, -2.0, 1.0]), np.array([2.0, 0.0, 1.0, 0.0, 2.0, 1.0]),
+          np.zeros(6, dtype=int), 2))
+@example((0.1875 * np.array([2.0, 0.0, 1.0, 0.0, 2.0, 1.0]),
+          np.array([1.0, -1.0, 0.5, 2.0, -0.5, 1.0]), np.array([2.0, 0.0, 1.0, 0.0, 2.0, 1.0]),
+          np.zeros(6, dtype=int), None))
 def test_ndcg_at_high_spread_matches_brute_force(data):
     """A6 at high score spread (the merge's forced orders cut nearly every state) and at the
     gains' scale (they cut least): value, a subgradient and the directional derivative against
