@@ -317,8 +317,129 @@ def pairs_gradient(f, q, lower, upper, cost, side, out):
 # NDCG ([TVSL10] Alg. 10): the assignment of every query by a merge of its grades
 # --------------------------------------------------------------------------------------
 @njit(cache=True)
-def ndcg_merge(f, qptr, gptr, qg, b_grade, c, a, c_bar, ab, max_states, max_prefix, values, g,
-               done):
+def _programme_arrays(hist_n, cand_n, G_max):
+    """The merge's history (``hist_n`` entries: state, value, parent, grade, ``G_max`` counts)
+    and candidate arrays (``cand_n``: state, value, parent), see :func:`_merge_layers`."""
+    return (np.empty(hist_n, dtype=np.int64), np.empty(hist_n), np.empty(hist_n, dtype=np.int64),
+            np.empty(hist_n, dtype=np.int64), np.empty(hist_n * G_max, dtype=np.int64),
+            np.empty(cand_n, dtype=np.int64), np.empty(cand_n), np.empty(cand_n, dtype=np.int64))
+
+
+@njit(cache=True)
+def _merge_layers(fs, base, count, cap, stride, b, c, a, lo, K, n_grades, rho_lo, rho_hi, prune,
+                  fmax, off, hist_s, hist_v, hist_p, hist_c, hist_k, G_max, cand_s, cand_v, cand_p,
+                  head, stop, rd, mg, lower):
+    r"""The merge's programme of one query by layers (see :func:`ndcg_merge`), in the given
+    arrays, which it never reallocates (arrays reassigned in a hot loop cost reference
+    counting on every pass: 2-3 raw data passes per call on OHSUMED).
+
+    Layer ``p`` (``p`` documents placed) is ``hist_*[off[p]:off[p + 1]]``, sorted by state
+    index ``hist_s``; an entry has its value, its parent entry, the grade it placed last and
+    its counts ``hist_k[e * G_max + h]``. The candidates of a layer are made grade by grade
+    (``head[h]:stop[h]``, each sorted by state index as the layer is), then merged; equal
+    states keep the larger value, the one from the earlier parent on a tie. ``fs[base[h] + r
+    + 1]`` is the score of the ``r``-th document of grade ``h`` by decreasing score, ``b`` the
+    grades' gains. Returns 0 (done), 1 (a layer left empty by the forced orders: rounding) or
+    2 (out of room: the caller grows ``hist_*`` or ``cand_*`` and calls again).
+    """
+    for h in range(n_grades):
+        for gg in range(n_grades):
+            lower[h, gg] = b[gg] < b[h]
+    hist_s[0] = 0
+    hist_v[0] = 0.0
+    hist_p[0] = -1
+    hist_c[0] = -1
+    for h in range(n_grades):
+        hist_k[h] = 0
+    off[0] = 0
+    off[1] = 1
+    r_lo = r_hi = np.nan  # the range the thresholds rd, mg were made for
+    for placed in range(1, K + 1):
+        i = lo + placed - 1  # the position filled now
+        ci = c[i]
+        ai = a[i]
+        at_l = i if prune == 2 else lo
+        if prune > 0 and not (rho_lo[at_l] == r_lo and rho_hi[at_l] == r_hi):
+            r_lo, r_hi = rho_lo[at_l], rho_hi[at_l]
+            for h in range(n_grades):
+                for gg in range(n_grades):
+                    db = b[gg] - b[h]
+                    rho = r_hi if db > 0.0 else r_lo
+                    rd[h, gg] = rho * db
+                    mg[h, gg] = 64.0 * _EPS * (fmax + abs(rho * db) + 1.0)
+        p0, p1 = off[placed - 1], off[placed]
+        if n_grades * (p1 - p0) > cand_s.shape[0]:
+            return 2
+        n_cand = 0
+        for h in range(n_grades):
+            head[h] = n_cand
+            vh = ai * b[h]
+            for e in range(p0, p1):
+                kb = e * G_max
+                r = hist_k[kb + h]
+                if r == cap[h]:
+                    continue
+                fy = fs[base[h] + r + 1]
+                if prune > 0:
+                    # an unplaced document x of another grade forced before y = (h, r): by the
+                    # range of ratios, or (exactly) a lower gain and a score at least f_y
+                    ok = True
+                    for gg in range(n_grades):
+                        if gg != h:
+                            kg = hist_k[kb + gg]
+                            if kg < count[gg]:
+                                fx = fs[base[gg] + kg + 1]
+                                if fx > fy + rd[h, gg] + mg[h, gg] or (lower[h, gg] and fx >= fy):
+                                    ok = False
+                                    break
+                    if not ok:
+                        continue
+                cand_s[n_cand] = hist_s[e] + stride[h]
+                cand_v[n_cand] = hist_v[e] + ci * fy - vh
+                cand_p[n_cand] = e
+                n_cand += 1
+            stop[h] = n_cand
+        if n_cand == 0:
+            return 1
+        top = p1
+        if top + n_cand > hist_s.shape[0]:
+            return 2
+        # merge the grades' runs by (state, parent); equal states keep the larger value
+        first = top
+        while True:
+            hb = -1
+            for h in range(n_grades):
+                q = head[h]
+                if q < stop[h] and (hb < 0 or cand_s[q] < cand_s[head[hb]] or (
+                        cand_s[q] == cand_s[head[hb]] and cand_p[q] < cand_p[head[hb]])):
+                    hb = h
+            if hb < 0:
+                break
+            q = head[hb]
+            head[hb] += 1
+            if top > first and hist_s[top - 1] == cand_s[q]:
+                if cand_v[q] > hist_v[top - 1]:
+                    hist_v[top - 1] = cand_v[q]
+                    hist_p[top - 1] = cand_p[q]
+                    hist_c[top - 1] = hb
+            else:
+                hist_s[top] = cand_s[q]
+                hist_v[top] = cand_v[q]
+                hist_p[top] = cand_p[q]
+                hist_c[top] = hb
+                kb = top * G_max
+                pb = cand_p[q] * G_max
+                for h in range(n_grades):
+                    hist_k[kb + h] = hist_k[pb + h]
+                hist_k[kb + hb] += 1
+                top += 1
+        off[placed + 1] = top
+    return 0
+
+
+@njit(cache=True)
+def ndcg_merge(f, f_order, qptr, gptr, qg, b_grade, c, a, c_bar, ab, rho_lo, rho_hi,
+               max_states, max_prefix, prune, values, g, done):
     r"""Values and score gradients of the NDCG hinge of every query, one compiled pass.
 
     Query ``t`` holds entries ``qptr[t]:qptr[t + 1]`` of the concatenated arrays (its rows by
@@ -343,19 +464,28 @@ def ndcg_merge(f, qptr, gptr, qg, b_grade, c, a, c_bar, ab, max_states, max_pref
     Forced orders (pruning). Swapping document ``y`` at position ``i`` with ``x`` at
     ``i' > i`` changes the objective by :math:`(c_i - c_{i'})(f_x - f_y - \rho\,(b_x - b_y))`
     with :math:`\rho = (a_i - a_{i'})/(c_i - c_{i'})`, a mediant of the adjacent ratios
-    :math:`(a_i - a_{i+1})/(c_i - c_{i+1})`, so within their range
-    :math:`[\rho_{lo}, \rho_{hi}]`. When :math:`f_x - f_y` exceeds
-    :math:`\rho\,(b_x - b_y)` for every such :math:`\rho` (plus a rounding margin), the swap
-    gains strictly: ``x`` precedes ``y`` in every optimum. Within a grade these sets are
-    prefixes of the sorted lists, so the document ``r`` of grade ``h`` may be placed only
-    once ``need[h, r, g]`` documents of every other grade ``g`` are. The programme runs by
-    layers (documents placed) over the states these orders allow, kept sorted by state
-    index: at scores far from the gains' scale nearly all states are cut (OHSUMED Fold 1 at a
-    random ``w``: 14,418 of 6.2 million), at scores of the gains' scale none. A query with
-    more than ``max_states`` states in its index space :math:`\prod_g(\min(n_g, K) + 1)`,
-    or whose forced orders leave a layer empty (rounding), is left to the caller
-    (``done[t] = False``). A tail costs
-    :math:`O(K)` from prefix sums of the documents by decreasing ``f`` shifted by
+    :math:`\rho_l = (a_l - a_{l+1})/(c_l - c_{l+1})`, :math:`i \le l < i'`, so within their
+    range over :math:`l \ge i`, :math:`[\rho^{lo}_i, \rho^{hi}_i]`. When
+    :math:`f_x - f_y` exceeds :math:`\rho\,(b_x - b_y)` for every such :math:`\rho` (plus a
+    rounding margin), every ranking with ``y`` at ``i`` and ``x`` after it gains strictly by the
+    swap, so none is optimal: the programme never places ``y`` at ``i`` while ``x`` is unplaced.
+    Within a grade the unplaced documents come in decreasing ``f``, so only the next one of each
+    other grade is checked: O(G) per transition. ``prune = 2`` takes the range over
+    :math:`l \ge i` (it narrows with ``i``: for :math:`c_i = 1/\sqrt{i}` and the log discounts
+    :math:`\rho_l` falls from 1.26 to 0.62 over the first 40 positions and then rises slowly,
+    so past the first few positions the band of unforced score differences is about 5 times
+    narrower than with one range for all positions); ``prune = 1`` one range over all
+    positions (the rule before issue 11's high-spread fix); ``prune = 0`` none (the whole
+    merge). OHSUMED Fold 1, untruncated, at the score spread where most was left (a random
+    ``w`` of entries ~0.003): 78,754 states with one range, 12,661 with the suffix ranges,
+    against 9,177 positions (one state per layer is the least).
+
+    The programme runs by layers (documents placed) over the states the forced orders allow,
+    kept sorted by state index (ties in value keep the first), each state with its counts, its
+    parent and its last grade, so the back-track is O(K). A query with more than
+    ``max_states`` states in its index space :math:`\prod_g(\min(n_g, K) + 1)`, or whose forced
+    orders leave a layer empty (rounding), is left to the caller (``done[t] = False``). A tail
+    costs :math:`O(K)` from prefix sums of the documents by decreasing ``f`` shifted by
     :math:`d = 0, \dots, K` places (between the d-th and the (d+1)-th of the placed documents
     in that order, the tail's documents sit ``d`` places higher than their rank), built in
     :math:`O(Kn)` when :math:`(K + 1)(n + 1) \le` ``max_prefix``, else :math:`O(n)` by a sweep.
@@ -364,6 +494,47 @@ def ndcg_merge(f, qptr, gptr, qg, b_grade, c, a, c_bar, ab, max_states, max_pref
     with ``f``) :math:`c(\pi^{-1}) - \bar c`.
     """
     n_queries = qptr.shape[0] - 1
+    # every query's entries by decreasing f: f_order (any order of ties) bucketed by query
+    m = f.shape[0]
+    query_of = np.empty(m, dtype=np.int64)
+    fill_q = np.empty(n_queries, dtype=np.int64)
+    for t in range(n_queries):
+        fill_q[t] = qptr[t]
+        for j in range(qptr[t], qptr[t + 1]):
+            query_of[j] = t
+    by_f_all = np.empty(m, dtype=np.int64)  # local entries j - lo, query by query
+    for r in range(m):
+        e = f_order[r]
+        t = query_of[e]
+        by_f_all[fill_q[t]] = e - qptr[t]
+        fill_q[t] += 1
+    # scratch for the largest query, shared by all of them
+    n_max = 1
+    G_max = 1
+    for t in range(n_queries):
+        n_max = max(n_max, qptr[t + 1] - qptr[t])
+        G_max = max(G_max, qg[t + 1] - qg[t])
+    order = np.empty(n_max, dtype=np.int64)  # entries grade by grade, each by decreasing f
+    fs = np.empty(n_max)  # f in that order
+    rank = np.empty(n_max, dtype=np.int64)  # rank within its grade, by local entry j - lo
+    grade = np.empty(n_max, dtype=np.int64)
+    grank = np.empty(n_max, dtype=np.int64)  # rank by f of local entry j
+    gone = np.empty(n_max + 2, dtype=np.int64)
+    off = np.empty(n_max + 2, dtype=np.int64)
+    stride = np.empty(G_max, dtype=np.int64)
+    count = np.empty(G_max, dtype=np.int64)  # documents of the grade
+    cap = np.empty(G_max, dtype=np.int64)  # of them placed within the first K
+    fill = np.empty(G_max, dtype=np.int64)
+    base = np.empty(G_max, dtype=np.int64)
+    head = np.empty(G_max, dtype=np.int64)  # the merge's runs of candidates, one per grade
+    stop = np.empty(G_max, dtype=np.int64)
+    rd = np.empty((G_max, G_max))  # rho (b_x - b_y) of the layer, y of grade h, x of grade gg
+    mg = np.empty((G_max, G_max))  # its rounding margin
+    lower = np.empty((G_max, G_max), dtype=np.bool_)
+    hist_n = 4 * n_max + 64  # grown (doubled) when a query needs more
+    cand_n = 8 * G_max
+    hist_s, hist_v, hist_p, hist_c, hist_k, cand_s, cand_v, cand_p = _programme_arrays(
+        hist_n, cand_n, G_max)
     for t in range(n_queries):
         lo, hi = qptr[t], qptr[t + 1]
         n = hi - lo
@@ -372,9 +543,6 @@ def ndcg_merge(f, qptr, gptr, qg, b_grade, c, a, c_bar, ab, max_states, max_pref
             K -= 1
         g0, g1 = qg[t], qg[t + 1]
         n_grades = g1 - g0
-        stride = np.empty(n_grades, dtype=np.int64)
-        count = np.empty(n_grades, dtype=np.int64)  # documents of the grade
-        cap = np.empty(n_grades, dtype=np.int64)    # of them placed within the first K
         states = 1
         for h in range(n_grades):
             stride[h] = states
@@ -387,16 +555,21 @@ def ndcg_merge(f, qptr, gptr, qg, b_grade, c, a, c_bar, ab, max_states, max_pref
             done[t] = False
             continue
         done[t] = True
-        # all documents by decreasing f (one stable sort; ties: the row order), and from it
-        # each grade's documents by decreasing f, with their ranks within the grade
-        by_f = np.argsort(-f[lo:hi], kind="mergesort")
-        order = np.empty(n, dtype=np.int64)
-        fs = np.empty(n)  # f in that order
-        rank = np.empty(n, dtype=np.int64)  # by local entry j - lo
-        grade = np.empty(n, dtype=np.int64)
-        fill = np.empty(n_grades, dtype=np.int64)
+        # all documents by decreasing f (ties: the row order, an insertion sort of the runs
+        # of equal f), and from it each grade's documents by decreasing f, with their ranks
+        # within the grade
+        by_f = by_f_all[lo:hi]
+        for r in range(1, n):
+            j = by_f[r]
+            fj = f[lo + j]
+            at = r
+            while at > 0 and f[lo + by_f[at - 1]] == fj and by_f[at - 1] > j:
+                by_f[at] = by_f[at - 1]
+                at -= 1
+            by_f[at] = j
         for h in range(n_grades):
             fill[h] = 0
+            base[h] = gptr[g0 + h] - lo - 1
             for j in range(gptr[g0 + h] - lo, gptr[g0 + h + 1] - lo):
                 grade[j] = h
         for r in range(n):
@@ -406,10 +579,8 @@ def ndcg_merge(f, qptr, gptr, qg, b_grade, c, a, c_bar, ab, max_states, max_pref
             order[at] = lo + j
             fs[at] = f[lo + j]
             rank[j] = fill[h]
+            grank[j] = r
             fill[h] += 1
-        base = np.empty(n_grades, dtype=np.int64)
-        for h in range(n_grades):
-            base[h] = gptr[g0 + h] - lo - 1
         tail = K < n
         # the tails by prefix sums: P[d, r] = sum_{r' < r} c[K + r' - d] f(by_f[r']), the
         # documents ranked r' by f shifted up by the d removed before them (see below)
@@ -423,143 +594,34 @@ def ndcg_merge(f, qptr, gptr, qg, b_grade, c, a, c_bar, ab, max_states, max_pref
                     if 0 <= p_at < n:
                         acc += c[lo + p_at] * f[lo + by_f[r]]
                     P[d, r + 1] = acc
-        grank = np.empty(n, dtype=np.int64)  # rank by f of local entry j
-        for r in range(n):
-            grank[by_f[r]] = r
-        gone = np.empty(K + 2, dtype=np.int64)
-        # forced orders (exchange argument across grades, see the docstring): document x of
-        # grade g precedes document y of grade h in every optimum when
-        # f_x - f_y > rho (b_g - b_h) for every ratio rho of the position weights' decrements;
-        # need[h, r, g] counts the documents of grade g that precede the r-th of grade h
-        rho_lo, rho_hi = np.inf, -np.inf
-        for i in range(lo, hi - 1):
-            dc = c[i] - c[i + 1]
-            if dc > 0.0:
-                rho = (a[i] - a[i + 1]) / dc
-                rho_lo = min(rho_lo, rho)
-                rho_hi = max(rho_hi, rho)
-        if not rho_lo <= rho_hi:
-            rho_lo = rho_hi = 0.0
         fmax = 0.0
         for j in range(lo, hi):
             fmax = max(fmax, abs(f[j]))
-        need = np.zeros((n_grades, max(K, 1), n_grades), dtype=np.int64)
-        for h in range(n_grades):
-            for gg in range(n_grades):
-                if gg == h:
-                    continue
-                db = b_grade[g0 + gg] - b_grade[g0 + h]
-                rho = rho_hi if db > 0.0 else rho_lo
-                margin = 64.0 * _EPS * (fmax + abs(rho * db) + 1.0)
-                cnt = 0
-                n_gg = count[gg]
-                for r in range(cap[h]):
-                    # x (grade gg, rank cnt) precedes y = (h, r) when f_x > f_y + rho db
-                    thr = fs[base[h] + 1 + r] + rho * db + margin
-                    while cnt < n_gg and fs[base[gg] + 1 + cnt] > thr:
-                        cnt += 1
-                    need[h, r, gg] = cnt
-        # the programme by layers (documents placed), over the states the forced orders
-        # allow; layer p is hist_*[off[p]:off[p + 1]], sorted by state index
-        k = np.zeros(n_grades, dtype=np.int64)
-        cap_h = 64
-        hist_s = np.empty(cap_h, dtype=np.int64)
-        hist_v = np.empty(cap_h)
-        hist_c = np.empty(cap_h, dtype=np.int64)
-        off = np.empty(K + 2, dtype=np.int64)
-        hist_s[0] = 0
-        hist_v[0] = 0.0
-        hist_c[0] = -1
-        off[0] = 0
-        off[1] = 1
-        cand_s = np.empty(n_grades * 8, dtype=np.int64)
-        cand_v = np.empty(n_grades * 8)
-        cand_c = np.empty(n_grades * 8, dtype=np.int64)
-        srt_small = np.empty(32, dtype=np.int64)
-        empty = False
-        for placed in range(1, K + 1):
-            i = lo + placed - 1  # the position filled last
-            ci = c[i]
-            ai = a[i]
-            p0, p1 = off[placed - 1], off[placed]
-            if cand_s.size < n_grades * (p1 - p0):
-                size = 2 * n_grades * (p1 - p0)
-                cand_s = np.empty(size, dtype=np.int64)
-                cand_v = np.empty(size)
-                cand_c = np.empty(size, dtype=np.int64)
-            n_cand = 0
-            for e in range(p0, p1):
-                s0 = hist_s[e]
-                rem = s0
-                for h in range(n_grades - 1, -1, -1):
-                    k[h] = rem // stride[h]
-                    rem -= k[h] * stride[h]
-                for h in range(n_grades):
-                    r = k[h]
-                    if r == cap[h]:
-                        continue
-                    ok = True
-                    for gg in range(n_grades):
-                        if gg != h and k[gg] < need[h, r, gg]:
-                            ok = False
-                            break
-                    if ok:
-                        cand_s[n_cand] = s0 + stride[h]
-                        cand_v[n_cand] = hist_v[e] + ci * fs[base[h] + r + 1] - ai * b_grade[g0 + h]
-                        cand_c[n_cand] = h
-                        n_cand += 1
-            if n_cand == 0:  # forced orders in conflict (rounding): leave it to the caller
-                empty = True
+        # the programme (grown and run again when out of room)
+        while True:
+            status = _merge_layers(fs, base, count, cap, stride, b_grade[g0:g1], c, a, lo, K,
+                                   n_grades, rho_lo, rho_hi, prune, fmax, off, hist_s, hist_v,
+                                   hist_p, hist_c, hist_k, G_max, cand_s, cand_v, cand_p, head,
+                                   stop, rd, mg, lower)
+            if status != 2:
                 break
-            if n_cand > 32:
-                srt = np.argsort(cand_s[:n_cand], kind="mergesort")
-            else:  # a small layer: insertion sort, no allocation
-                srt = srt_small
-                for q in range(n_cand):
-                    at = q
-                    while at > 0 and cand_s[srt[at - 1]] > cand_s[q]:
-                        srt[at] = srt[at - 1]
-                        at -= 1
-                    srt[at] = q
-            top = off[placed]
-            if hist_s.size < top + n_cand:  # grow the history
-                size = 2 * (top + n_cand)
-                grown_s = np.empty(size, dtype=np.int64)
-                grown_v = np.empty(size)
-                grown_c = np.empty(size, dtype=np.int64)
-                grown_s[:top] = hist_s[:top]
-                grown_v[:top] = hist_v[:top]
-                grown_c[:top] = hist_c[:top]
-                hist_s, hist_v, hist_c = grown_s, grown_v, grown_c
-            for q in range(n_cand):
-                e = srt[q]
-                if top > off[placed] and hist_s[top - 1] == cand_s[e]:
-                    if cand_v[e] > hist_v[top - 1]:
-                        hist_v[top - 1] = cand_v[e]
-                        hist_c[top - 1] = cand_c[e]
-                else:
-                    hist_s[top] = cand_s[e]
-                    hist_v[top] = cand_v[e]
-                    hist_c[top] = cand_c[e]
-                    top += 1
-            off[placed + 1] = top
-        if empty:
+            hist_n *= 2
+            cand_n *= 2
+            hist_s, hist_v, hist_p, hist_c, hist_k, cand_s, cand_v, cand_p = _programme_arrays(
+                hist_n, cand_n, G_max)
+        if status == 1:  # forced orders in conflict (rounding): leave it to the caller
             done[t] = False
             continue
         best_end = -np.inf
-        end = 0
+        end = off[K]
         for e in range(off[K], off[K + 1]):
-            s = hist_s[e]
-            rem = s
-            for h in range(n_grades - 1, -1, -1):
-                k[h] = rem // stride[h]
-                rem -= k[h] * stride[h]
+            kb = e * G_max
             total = hist_v[e]
             if prefix:  # the rest in decreasing f at positions K, K + 1, ...: between
                 # the d-th and (d+1)-th placed documents (by f rank) the shift is d
                 m_gone = 0
                 for h2 in range(n_grades):
-                    for r in range(k[h2]):
+                    for r in range(hist_k[kb + h2]):
                         q_r = grank[order[gptr[g0 + h2] - lo + r] - lo]
                         at = m_gone  # insertion sort (K is small)
                         while at > 0 and gone[at - 1] > q_r:
@@ -576,40 +638,32 @@ def ndcg_merge(f, qptr, gptr, qg, b_grade, c, a, c_bar, ab, max_states, max_pref
                 pos = lo + K
                 for r in range(n):
                     j = by_f[r]
-                    if rank[j] >= k[grade[j]]:
+                    if rank[j] >= hist_k[kb + grade[j]]:
                         total += c[pos] * f[lo + j]
                         pos += 1
             if total > best_end:
                 best_end = total
-                end = s
-        # back-track: position i (from the last) holds the k_h-th document of grade h
-        s = end
-        rem = s
-        for h in range(n_grades - 1, -1, -1):
-            k[h] = rem // stride[h]
-            rem -= k[h] * stride[h]
+                end = e
         value = ab[t]
         for j in range(lo, hi):
             g[j] = -c_bar[j]
             value -= c_bar[j] * f[j]
         if tail:
+            kb = end * G_max
             pos = lo + K
             for r in range(n):
                 j = by_f[r]
-                if rank[j] >= k[grade[j]]:
+                if rank[j] >= hist_k[kb + grade[j]]:
                     g[lo + j] += c[pos]
                     value += c[pos] * f[lo + j]
                     pos += 1
+        # back-track: the entry of layer pos + 1 placed its grade's last counted document at pos
+        e = end
         for pos in range(K - 1, -1, -1):
-            # the state s in layer pos + 1 (sorted by state index), and its last grade
-            at = off[pos + 1]
-            while hist_s[at] != s:
-                at += 1
-            h = hist_c[at]
-            doc = order[gptr[g0 + h] - lo + k[h] - 1]
+            h = hist_c[e]
+            doc = order[gptr[g0 + h] - lo + hist_k[e * G_max + h] - 1]
             i = lo + pos
             g[doc] += c[i]
             value += c[i] * f[doc] - a[i] * b_grade[g0 + h]
-            k[h] -= 1
-            s -= stride[h]
+            e = hist_p[e]
         values[t] = value

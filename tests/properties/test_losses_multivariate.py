@@ -23,7 +23,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from nsopt.losses.multivariate import (
@@ -370,3 +370,48 @@ def test_groups_sum_to_the_loss(kind, data):
     assert values.shape == (len(groups),) and A.shape == (len(groups), case.X.shape[1])
     assert values.sum() == pytest.approx(r, rel=1e-12, abs=1e-12)
     np.testing.assert_allclose(A.sum(axis=0), g, rtol=1e-12, atol=1e-12)
+
+
+@st.composite
+def ndcg_spread(draw):
+    """Scores of one or two queries (2-6 documents) on a dyadic grid scaled by 2^10 or 2^20 (the
+    scores spread far beyond the gains), or of the gains' scale (0.75 times a grade plus a
+    dyadic offset); a dyadic direction."""
+    sizes = draw(st.lists(st.integers(2, 6), min_size=1, max_size=2))
+    m = sum(sizes)
+    qid = np.repeat(np.arange(len(sizes)), sizes)
+    rel = _vec(draw, st.sampled_from((0.0, 1.0, 2.0)), m)
+    rel[0], rel[1] = 2.0, draw(st.sampled_from((0.0, 1.0)))
+    scale = draw(st.sampled_from((2.0 ** 10, 2.0 ** 20, None)))
+    grid = _vec(draw, st.sampled_from(FINE_GRID), m)
+    f = grid * scale if scale else 0.75 * rel / 4.0 + grid / 16.0
+    q = _vec(draw, st.sampled_from(DYADIC), m)
+    return f, q, rel, qid, draw(st.sampled_from([None, 1, 2, 3]))
+
+
+@given(ndcg_spread())
+@example((np.array([3.0, -1.0, 2.0, 0.5, -2.0]) * 2.0 ** 20,
+          np.array([1.0, -1.0, 0.5, 2.0, -0.5]), np.array([2.0, 0.0, 1.0, 0.0, 2.0]),
+          np.zeros(5, dtype=int), None))
+@example((np.array([1024.0, 1024.0, -512.0, 0.0, 1024.0, 2048.0]),
+          np.array([1.0, 2.0, -1.0, 0.5, -2.0, 1.0]), np.array([2.0, 0.0, 1.0, 0.0, 2.0, 1.0]),
+          np.zeros(6, dtype=int), 2))
+@example((0.1875 * np.array([2.0, 0.0, 1.0, 0.0, 2.0, 1.0]),
+          np.array([1.0, -1.0, 0.5, 2.0, -0.5, 1.0]), np.array([2.0, 0.0, 1.0, 0.0, 2.0, 1.0]),
+          np.zeros(6, dtype=int), None))
+def test_ndcg_at_high_spread_matches_brute_force(data):
+    """A6 at high score spread (the merge's forced orders cut nearly every state) and at the
+    gains' scale (they cut least): value, a subgradient and the directional derivative against
+    brute force over all permutations."""
+    f, q, rel, qid, k = data
+    X = np.eye(f.size)
+    loss = NDCG(X, rel, qid, k=k)
+    value, slope = ndcg_brute(f, q, rel, qid, k)
+    r, g = loss.value_and_subgradient(f)
+    assert _close(r, value, 1e-12, np.abs(f).sum()), (r, value)
+    s, _ = loss.sup_subgradient(f, q)
+    assert _close(s, slope, 1e-10, np.abs(q).sum()), (s, slope)
+    assert g @ q <= s + 1e-10 * (1.0 + np.abs(q).sum())
+    for v in (f + q, f - 3.0 * q, np.zeros_like(f)):
+        rv = loss.value(v)
+        assert rv >= r + g @ (v - f) - 1e-12 * (1.0 + abs(rv) + np.abs(f).sum())
