@@ -119,7 +119,9 @@ class _LinearModel(BaseEstimator):
 
     def _method(self, J) -> str:
         """The named method, or the default: ``"sublbfgs"`` for a smooth loss with the L2
-        penalty (not when warm-starting: it keeps no planes), ``"proximal-bundle"`` with one
+        penalty (not when warm-starting: it keeps no planes), ``"newton-cd"`` for the L1 penalty
+        with a loss it takes (logistic, squared hinge; not when warm-starting),
+        ``"proximal-bundle"`` with one
         intercept per class (:data:`nsopt.minimize.STABLE_INTERCEPTS_METHOD`), else
         ``"ls-bmrm"``; when the
         problem does not suit it (e.g. an intercept without a proven bound), the first of
@@ -131,6 +133,8 @@ class _LinearModel(BaseEstimator):
             if getattr(J, "n_intercepts", 0) > 1 and not quasi_newton:
                 first = STABLE_INTERCEPTS_METHOD  # one bias per class: see its note
             able = methods_supporting(J)
+            if self.penalty == "l1" and not self.warm_start and "newton-cd" in able:
+                return "newton-cd"  # L1 with a smooth binary margin loss: newGLMNET
             for name in (first, "ls-bmrm", "sublbfgs", "proximal-bundle"):
                 if name in able:
                     return name
