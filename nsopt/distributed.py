@@ -29,8 +29,11 @@ Summation order. The one-machine kernels sum the loss over all examples in one r
 the shards' partial sums added in shard order round differently (1e-16 relative, up to
 1e-12 for many equal terms). With ``ShardedLoss.reduction = "ordered"`` each shard continues
 the running sum of the shards before it, and the loss values are bitwise the one-machine
-ones (P - 1 more round trips of one float per value): what reproduces a one-machine run's
-iterates to 1e-10 where the path amplifies rounding (ls-bmrm on a9a).
+ones (P - 1 more round trips of one float per value); on sparse data the subgradients too
+(:meth:`ShardedLoss._ordered_subgradient`: the d-vector :math:`X^Tg` continued shard after
+shard, P - 1 more round trips of a d-vector). What reproduces a one-machine run's iterates
+where the path amplifies rounding (ls-bmrm on a9a; subBFGS on the hinge, whose exact steps
+land on kinks: one ulp of a subgradient moves its path by 1e-4 in two iterations).
 
 :class:`ShardedLoss` is an :class:`~nsopt.Oracle` (a loss); :func:`shard` and
 :func:`load_svmlight` wrap it in an unchanged :class:`~nsopt.RegularizedRisk`, so every solver
@@ -904,7 +907,9 @@ class ShardedLoss(Oracle):
         sums in shard order) or ``"ordered"`` (the one-machine order: shard k continues the
         running sum of shards 0..k-1, so the value is **bitwise** the one-machine kernel's
         :math:`\sum_i c_i l(z_i, y_i)`, at the price of P - 1 more round trips of one float
-        per oracle call and line value, one shard after the other). Subgradients,
+        per oracle call and line value, one shard after the other). On sparse data the
+        subgradients of ``value_and_subgradient`` and ``sup_subgradient`` are continued the
+        same way (:meth:`_ordered_subgradient`: bitwise, a d-vector along the chain); line
         derivatives and breakpoint searches are summed in parallel in both modes.
 
         Why it matters: the one-machine kernel's running sum of m terms is rounded once per
