@@ -16,11 +16,14 @@ m = 2e6 scaled down 5x for a shared 2-core machine, ``--m`` to change it), this 
 * ls-bmrm's traffic per iteration on a9a with squared hinge and logistic losses, the line
   search with the curvature on the shards vs true derivatives only, and with the hinge, the
   ordered reduction (values bitwise those of one machine) vs the parallel one;
+* the ordered reduction against the parallel one on a9a (``--only-reduction``): ms, round
+  trips and bytes per oracle call with 2 and 8 shards, ms per iteration, and every method's
+  difference from the one-machine run with 2, 4, 8 shards;
 * the certificate: forming the sharded dual point at the end of a run, and ``check`` with it
   against ``check`` with the query points it was formed from (time, bytes back).
 
 Usage: ``python benchmarks/distributed.py [--m 400000] [--iters 20] [--skip-a9a]
-[--only-traffic] [--only-curvature]``.
+[--only-traffic] [--only-curvature] [--only-reduction]``.
 """
 from __future__ import annotations
 
@@ -205,6 +208,76 @@ def curvature_table(X, y, iters, n_shards=2):
         client.cluster.close()
 
 
+def reduction_table(X, y, reps, iters, n_shards=(2, 8)):
+    """The ordered reduction (values and subgradients bitwise those of one machine) against
+    the parallel one on a9a with 2 workers: ms per oracle call (median of ``reps``, the two
+    reductions alternated in 3 rounds, ratio per round), round trips and bytes per call
+    (exact), ms per iteration of bmrm and subbfgs; then every method's largest relative
+    difference from the one-machine run after ``iters`` iterations (0 = bitwise)."""
+    print(f"\na9a (hinge, lam = 1e-4): reduction 'ordered' vs 'parallel', 2 workers")
+    J = nsopt.RegularizedRisk(nsopt.losses.Hinge(X, y), nsopt.regularizers.L2(), 1e-4)
+    rng = np.random.default_rng(0)
+    w, p = 0.01 * rng.normal(size=J.dim), rng.normal(size=J.dim)
+    calls = {"value_and_subgradient": lambda P: P.value_and_subgradient(w),
+             "value": lambda P: P.value(w), "sup_subgradient": lambda P: P.sup_subgradient(w, p)}
+    for name, fn in calls.items():
+        print(f"  in memory {name:22s} {_time(lambda: fn(J), reps):7.2f} ms")
+    client = _client(2)
+    methods = [("bmrm", dict(inner_rtol=0.0)), ("ls-bmrm", dict(inner_rtol=0.0)),
+               ("kbundle", dict(inner_rtol=0.0)), ("proximal-bundle", {}), ("subbfgs", {}),
+               ("sublbfgs", {})]
+    try:
+        for P in n_shards:
+            Js = nd.shard(J, P, client=client)
+            loss = Js.loss
+            for name, fn in calls.items():
+                ms = {"parallel": [], "ordered": []}
+                for _ in range(3):
+                    for red in ("parallel", "ordered"):
+                        loss.reduction = red
+                        ms[red].append(_time(lambda: fn(Js), reps))
+                traffic = {}
+                for red in ("parallel", "ordered"):
+                    loss.reduction = red
+                    before = loss.traffic
+                    fn(Js)
+                    traffic[red] = {k: loss.traffic[k] - before[k] for k in before}
+                ratios = " ".join(f"{o / q:.2f}" for q, o in zip(ms["parallel"], ms["ordered"]))
+                print(f"  {P} shards {name:22s} parallel {min(ms['parallel']):7.2f} ms, "
+                      f"ordered {min(ms['ordered']):7.2f} ms (best of 3), ratio per round "
+                      f"{ratios}; round trips {traffic['parallel']['calls']} / "
+                      f"{traffic['ordered']['calls']}, bytes out+in "
+                      f"{traffic['parallel']['bytes_out'] + traffic['parallel']['bytes_in']} / "
+                      f"{traffic['ordered']['bytes_out'] + traffic['ordered']['bytes_in']}")
+            for method in ("bmrm", "subbfgs"):
+                opts = dict(methods)[method]
+                for red in ("parallel", "ordered"):
+                    loss.reduction = red
+                    t = time.perf_counter()
+                    res = nsopt.minimize(Js, method=method, rtol=0.0, max_iter=iters, **opts)
+                    print(f"  {P} shards {method:8s} {red:8s} "
+                          f"{1e3 * (time.perf_counter() - t) / max(res.nit, 1):7.1f} ms/iter")
+            loss.close()
+        print(f"  largest relative difference from one machine after {iters} iterations "
+              "(last point; parallel / ordered)")
+        for method, opts in methods:
+            ref = nsopt.minimize(J, method=method, rtol=0.0, max_iter=iters, **opts)
+            row = []
+            for P in (2, 4, 8):
+                Js = nd.shard(J, P, client=client)
+                for red in ("parallel", "ordered"):
+                    Js.loss.reduction = red
+                    res = nsopt.minimize(Js, method=method, rtol=0.0, max_iter=iters, **opts)
+                    row.append(float(np.max(np.abs(res.x - ref.x))
+                                     / max(1.0, float(np.max(np.abs(ref.x))))))
+                Js.loss.close()
+            print(f"  {method:16s} " + "  ".join(f"{P}: {row[2 * i]:.1e} / {row[2 * i + 1]:.1e}"
+                                                 for i, P in enumerate((2, 4, 8))))
+    finally:
+        client.close()
+        client.cluster.close()
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--m", type=int, default=400_000)
@@ -218,12 +291,18 @@ def main(argv=None):
     ap.add_argument("--only-curvature", action="store_true",
                     help="only ls-bmrm's line searches with squared hinge and logistic losses "
                          "and the hinge's reductions (a9a)")
+    ap.add_argument("--only-reduction", action="store_true",
+                    help="only the ordered vs parallel reduction on a9a (cost per call and "
+                         "per iteration, every method's difference from one machine)")
     ap.add_argument("--certify", action="store_true",
                     help="also run the synthetic problem to a certified 1e-3 (2 workers)")
     args = ap.parse_args(argv)
 
     if not args.skip_a9a and nsopt.io.find_data_dir() is not None:
         X, y = nsopt.io.load_dataset("a9a")[:2]
+        if args.only_reduction:
+            reduction_table(X.tocsr(), y, args.reps, args.iters)
+            return
         if args.only_curvature:
             curvature_table(X.tocsr(), y, args.iters)
             return

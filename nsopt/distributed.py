@@ -29,8 +29,11 @@ Summation order. The one-machine kernels sum the loss over all examples in one r
 the shards' partial sums added in shard order round differently (1e-16 relative, up to
 1e-12 for many equal terms). With ``ShardedLoss.reduction = "ordered"`` each shard continues
 the running sum of the shards before it, and the loss values are bitwise the one-machine
-ones (P - 1 more round trips of one float per value): what reproduces a one-machine run's
-iterates to 1e-10 where the path amplifies rounding (ls-bmrm on a9a).
+ones (P - 1 more round trips of one float per value); on sparse data the subgradients too
+(:meth:`ShardedLoss._ordered_subgradient`: the d-vector :math:`X^Tg` continued shard after
+shard, P - 1 more round trips of a d-vector). What reproduces a one-machine run's iterates
+where the path amplifies rounding (ls-bmrm on a9a; subBFGS on the hinge, whose exact steps
+land on kinks: one ulp of a subgradient moves its path by 1e-4 in two iterations).
 
 :class:`ShardedLoss` is an :class:`~nsopt.Oracle` (a loss); :func:`shard` and
 :func:`load_svmlight` wrap it in an unchanged :class:`~nsopt.RegularizedRisk`, so every solver
@@ -69,6 +72,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import numpy as np
+from numba import njit
 
 from .certificate import CertificateError, DualPoint, Evidence, _fail, _finite_array
 from .losses._base import ScalarLoss
@@ -272,6 +276,27 @@ def _continued_sum(loss, z, prefix: float, kernel: str) -> float:
     return float(loss._value_kernel(z, y, c))
 
 
+def _continued_rdot(data, g: np.ndarray, prefix) -> np.ndarray:
+    r"""This shard's :math:`X_k^T g` continued from ``prefix`` (the partial vector of the shards
+    before it; None: from 0): for every feature j the running sum
+    :math:`\mathrm{prefix}_j + \sum_{i} x_{ij} g_i` over this shard's rows in order, the very
+    rounding of the one-machine ``DataMatrix.rdot`` on CSR data (scipy's ``g @ X`` and the
+    threaded CSC pass both add, per feature, the rows in increasing order from 0). Sparse
+    data only: dense data's BLAS product has its own blocking, which cannot be continued."""
+    out = np.zeros(data.shape[1]) if prefix is None else np.array(prefix, dtype=np.float64)
+    X = data.csr
+    _rdot_into(X.indptr, X.indices, X.data, np.ascontiguousarray(g, dtype=np.float64), out)
+    return out
+
+
+@njit(cache=True)
+def _rdot_into(indptr, indices, data, g, out):  # out[j] += x_ij g_i, rows in order
+    for i in range(indptr.shape[0] - 1):
+        gi = g[i]
+        for k in range(indptr[i], indptr[i + 1]):
+            out[indices[k]] += data[k] * gi
+
+
 class _ShardActor:
     """A shard on its worker (a Dask actor: calls go straight to the worker, not through the
     scheduler). Holds the shard's loss and its open lines; answers with O(d) or O(1) numbers."""
@@ -385,6 +410,46 @@ class _ShardActor:
 
         line = self._lines[key][0]
         return type(line) is ScalarLine and line.loss is self.loss
+
+    # the ordered subgradient: X^T g continued along the chain of shards (CSR rows in order)
+    def vector_chainable(self):
+        """Whether this shard's ``X^T g`` can be continued (:func:`_continued_rdot`)."""
+        data = getattr(self.loss, "data", None)
+        return self.chainable() and type(data) is DataMatrix and bool(data.sparse)
+
+    def _keep_derivatives(self, w, p=None):
+        r"""The kernel's derivatives :math:`g_i = c_i l'(z_i, y_i)` at ``w`` (with ``p``: the
+        side of each kink that of :math:`\mathrm{sign}(x_i^T p)`, as ``_sup_subgradient``),
+        kept for :meth:`chain_subgradient`; the kernel's loss sum."""
+        loss = self.loss
+        z = loss.scores(w)
+        side = np.zeros(loss.m) if p is None else np.sign(loss.data.dot(p))
+        g = np.empty(loss.m)
+        r = loss._grad_kernel(z, loss.y, loss.c, side, g)
+        self._kept_g = (w, p, z, g)
+        if p is None:
+            self._kept = (w, z, "grad")
+        return float(r)
+
+    def ordered_start(self, w, p=None):
+        """First round of an ordered subgradient (every shard in parallel): keep the
+        derivatives; shard 0, the head of the chain, also answers its ``X^T g`` from 0."""
+        r = self._keep_derivatives(w, p)
+        a = _continued_rdot(self.loss.data, self._kept_g[3], None) if self.index == 0 else None
+        return r, a
+
+    def chain_subgradient(self, prefix_r, prefix_a, w=None, p=None):
+        """``(loss sum, X^T g)`` continued from the shards before (``prefix_r`` None: no sum);
+        None when the derivatives are not here (a rebuilt shard) and ``w`` is not given."""
+        kept = getattr(self, "_kept_g", None)
+        if kept is None or w is not None:
+            if w is None:
+                return None
+            self._keep_derivatives(w, p)
+            kept = self._kept_g
+        _, _, z, g = kept
+        r = None if prefix_r is None else _continued_sum(self.loss, z, prefix_r, "grad")
+        return r, _continued_rdot(self.loss.data, g, prefix_a)
 
     # lines, kept here by key
     def open_line(self, key, w, p, drop=(), drop_duals=()):
@@ -842,7 +907,9 @@ class ShardedLoss(Oracle):
         sums in shard order) or ``"ordered"`` (the one-machine order: shard k continues the
         running sum of shards 0..k-1, so the value is **bitwise** the one-machine kernel's
         :math:`\sum_i c_i l(z_i, y_i)`, at the price of P - 1 more round trips of one float
-        per oracle call and line value, one shard after the other). Subgradients,
+        per oracle call and line value, one shard after the other). On sparse data the
+        subgradients of ``value_and_subgradient`` and ``sup_subgradient`` are continued the
+        same way (:meth:`_ordered_subgradient`: bitwise, a d-vector along the chain); line
         derivatives and breakpoint searches are summed in parallel in both modes.
 
         Why it matters: the one-machine kernel's running sum of m terms is rounded once per
@@ -874,6 +941,33 @@ class ShardedLoss(Oracle):
             r = float(out)
         return r
 
+    def _ordered_vectors(self) -> bool:
+        """The ordered reduction covers the subgradients too (every shard's data sparse)."""
+        if not self._ordered():
+            return False
+        if getattr(self, "_vector_chainable", None) is None:
+            self._vector_chainable = all(self._map("vector_chainable"))
+        return self._vector_chainable
+
+    def _ordered_subgradient(self, w, p=None):
+        """``(R(w), X^T g)`` (``p`` None) or ``(None, X^T g)`` at the kinks' side of ``p``,
+        both bitwise the one-machine ones: one parallel round (every shard keeps its
+        derivatives, shard 0 answers its part), then shards 1..P-1 one after the other,
+        each continuing the loss sum and the d-vector of the shards before it. Cost: P
+        round trips, 2 (P - 1) d-vectors moved, the ``X^T g`` passes in sequence."""
+        parts = self._map("ordered_start", w, p)
+        r, a = parts[0]
+        k0 = 1
+        if a is None:  # shard 0 is not the head (never seen): chain it too
+            r, a, k0 = 0.0, None, 0
+        r = None if p is not None else r
+        for k in range(k0, self.n_shards):
+            out = self._map("chain_subgradient", r, a, only=k)[0]
+            if out is None:  # a rebuilt shard: its derivatives again from w
+                out = self._map("chain_subgradient", r, a, w, p, only=k)[0]
+            r, a = out
+        return r, a
+
     # --- oracle ----------------------------------------------------------------------------
     def _value(self, w):
         if self._ordered():
@@ -883,6 +977,8 @@ class ShardedLoss(Oracle):
         return _ordered_sum(self._map("value", w))
 
     def _value_and_subgradient(self, w):
+        if self._ordered_vectors():
+            return self._ordered_subgradient(w)
         ordered = self._ordered()
         parts = self._map("value_and_subgradient_keep" if ordered else "value_and_subgradient",
                           w)
@@ -896,6 +992,9 @@ class ShardedLoss(Oracle):
         return r, a
 
     def _sup_subgradient(self, w, p):
+        if self._ordered_vectors():  # the slope as one machine's: a^T p (ScalarLoss)
+            a = self._ordered_subgradient(w, p)[1]
+            return float(a @ p), a
         parts = self._map("sup_subgradient", w, p)
         s, g = 0.0, np.zeros(self.dim)
         for sk, gk in parts:

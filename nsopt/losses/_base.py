@@ -101,7 +101,10 @@ class ScalarLoss(Oracle):
         q = self.data.dot(p)
         g = np.empty(self.m)
         self._grad_kernel(z, self.y, self.c, np.sign(q), g)
-        return float(g @ q), self.data.rdot(g)
+        a = self.data.rdot(g)
+        # the slope a^T p (= g^T X p): O(d), and what a sharded loss gets bitwise from the
+        # same a (nsopt.distributed, reduction "ordered"), where g^T q's O(m) sum is not
+        return float(a @ p), a
 
     def _restrict(self, w, p):
         return ScalarLine(self, self.data.dot(w), self.data.dot(p))
