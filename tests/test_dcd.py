@@ -282,3 +282,52 @@ def test_an_overridden_oracle_is_valued_by_the_oracle():
     J.loss._value_and_subgradient = counted
     res = nsopt.minimize(J, method="dcd", rtol=1e-4, check_every=2, max_iter=6)
     assert len(calls) >= res.nit  # one oracle call per check (and the start)
+
+
+def _count_scores_passes(J):
+    """Wrap ``J.loss.data.dot`` (the pass ``X w`` of the loss's oracle) with a counter."""
+    calls = []
+    inner = J.loss.data.dot
+
+    def counted(w):
+        calls.append(1)
+        return inner(w)
+
+    J.loss.data.dot = counted
+    return calls
+
+
+@pytest.mark.parametrize("loss", sorted(LOSSES))
+def test_the_closing_check_values_its_point_from_the_check_pass(loss):
+    """Without an intercept and from x0 = 0, no oracle call makes the pass X w: the start is
+    valued from the scores 0, the check that closes the gap from its own pass's scores (no
+    settling call). The answer is the oracle's value at x and the certificate checks."""
+    J = _a9a_like(loss, lam=1e-3, m=2000)
+    calls = _count_scores_passes(J)
+    res = nsopt.minimize(J, method="dcd", rtol=1e-4)
+    assert res.success and res.nfev == 2
+    assert calls == []
+    del J.loss.data.dot
+    assert res.fun == pytest.approx(J.value(res.x), rel=1e-13, abs=0)
+    assert res.certificate.check(J) <= res.fun
+    # a start other than 0 is valued by a whole oracle call
+    calls = _count_scores_passes(J)
+    res0 = nsopt.minimize(J, method="dcd", x0=np.full(J.dim, 1e-3), rtol=1e-4)
+    assert res0.success and len(calls) == 1
+
+
+@pytest.mark.parametrize("loss", sorted(LOSSES))
+def test_the_closing_check_changes_no_iterate(loss):
+    """The dual path, the checks' points and bounds are those of the run valued by oracle calls
+    at every check (an instance-level oracle: ``scores_supported`` off for the valuing only)."""
+    J = _a9a_like(loss, lam=1e-3, m=2000)
+    a = list((s.epochs, s.lower_bound, None if s.w is None else s.w.copy())
+             for s in DCD(rtol=1e-5, check_every=2).iterate(J))
+    K2 = _a9a_like(loss, lam=1e-3, m=2000)
+    K2.loss._value_and_subgradient = K2.loss._value_and_subgradient  # an overridden oracle
+    b = list((s.epochs, s.lower_bound, None if s.w is None else s.w.copy())
+             for s in DCD(rtol=1e-5, check_every=2).iterate(K2))
+    assert len(a) == len(b) >= 2
+    for (ea, la, wa), (eb, lb, wb) in zip(a, b):
+        assert ea == eb and la == lb
+        assert (wa is None and wb is None) or np.array_equal(wa, wb)

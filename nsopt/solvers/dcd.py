@@ -494,8 +494,9 @@ class DCD(Solver):
     :math:`t` (what ``loss.dual_plane(t)`` and :meth:`~nsopt.Certificate.check` compute, its
     bound :math:`b - \lambda\Omega^*(-a/\lambda)`) and, in the same pass, :math:`J` at the
     running :math:`w` (the point offered to the loop, which settles it by one oracle call
-    before it reports it); then :math:`w` is reset to :math:`-a/\lambda` (no drift from the
-    incremental updates). A loss whose oracle is overridden (``scores_supported`` False) is
+    before it reports it; at the check whose value closes the gap, the oracle is called at once
+    with the pass's scores instead: half a data pass, no settling call); then :math:`w` is reset
+    to :math:`-a/\lambda` (no drift from the incremental updates). A loss whose oracle is overridden (``scores_supported`` False) is
     valued by an oracle call instead. The gap estimate that decides when to check keeps, per
     example, its margin :math:`z_i` at its last visit (before its step), and
     :math:`\hat G = \sum_i c_i l(z_i) - \sum_i c_i \psi(t_i) + \lambda\|w\|^2`
@@ -504,8 +505,9 @@ class DCD(Solver):
     (:math:`v = \sum c_i y_i x_i` over them, linear in w), and near the target a shrunk
     problem's active margins are recomputed (one pass over the active rows). The estimate
     proves nothing; the check does. Start: :math:`t = 0` (logistic: :math:`10^{-8}`, inside
-    the domain of :math:`\log`); ``x0`` is evaluated (the answer if no later point is better)
-    but does not seed :math:`t`.
+    the domain of :math:`\log`); ``x0`` is evaluated (the answer if no later point is better;
+    at ``x0 = 0`` from the scores 0, without the pass :math:`Xx_0`) but does not seed
+    :math:`t`.
 
     **A free intercept** (``fit_intercept=True``, :math:`J(w, b)` with the scores
     :math:`\langle x_i, w\rangle + b`, b not regularized). Minimising over b turns the dual
@@ -615,8 +617,12 @@ class DCD(Solver):
 
     # ------------------------------------------------------------------------------------
     def init(self, problem, x0):
-        problem.evaluate(x0)                           # the fallback answer: J(x0)
         loss, lam = problem.loss, problem.lam
+        # the fallback answer J(x0); at the usual x0 = 0 the scores are 0 without the pass X x0
+        if getattr(loss, "scores_supported", False) and not np.any(x0):
+            problem.evaluate(x0, scores=np.zeros(loss.m))
+        else:
+            problem.evaluate(x0)
         risk = problem.problem                         # behind the loop's counting wrapper
         kind = _kind(loss)
         m = loss.m
@@ -723,10 +729,22 @@ class DCD(Solver):
         b, risk = K.check_pass(pk.kind, pk.indptr, pk.indices, pk.data, pk.ex, pk.w, a, t)
         x = pk.w.copy()
         lower = float(b) - scaled_conjugate(problem.reg, a, lam)
-        np.multiply(a, -1.0 / lam, out=pk.w)
-        K.resync(pk.kind, pk.ex, pk.sums, pk.w, pk.index, int(pk.shrink[0]))
+        closing = False
         if pk.own_value:
             fun = float(risk) + lam * float(problem.reg.value(x))
+            # the check that closes the gap: x is the answer, valued by the oracle now from
+            # the pass's scores <x_i, x> = y_i z_i (half a pass: X^T g) instead of the loop's
+            # settling call at the end (a whole one)
+            closing = (fun <= pk.adapt[1] and fun - max(lower, s.lower_bound)
+                       <= max(self.atol, self.rtol * abs(fun)))
+            if closing:
+                scores = pk.ex[:, K.EX_Y] * pk.ex[:, K.EX_Z]
+        np.multiply(a, -1.0 / lam, out=pk.w)
+        K.resync(pk.kind, pk.ex, pk.sums, pk.w, pk.index, int(pk.shrink[0]))
+        if closing:
+            fun = float(problem.evaluate(x, scores=scores).fun)
+            s = s._replace(w=x, w_best=None, fun_best=fun)
+        elif pk.own_value:
             s = s._replace(w=x, w_best=x, fun_best=fun)
         else:  # a loss that overrides its oracle: valued by the oracle, not by the kernel's phi
             fun = float(problem.evaluate(x).fun)
