@@ -330,7 +330,7 @@ class _Plain(NamedTuple):
     rng: np.ndarray     # the permutations' random state
     nnz: int            # nonzeros of X
     lam: float
-    adapt: np.ndarray   # [factor, best value]: a check when the estimate is within factor *
+    adapt: np.ndarray   # [factor, best value, gain]: a check when the estimate is within factor *
     #                     tolerance; the best value of the checks so far
     own_value: bool     # J at a check from the check's pass (else an oracle call: a loss whose
     #                     oracle is overridden, scores_supported False)
@@ -342,13 +342,22 @@ _CHECK_PERIOD = 20
 _ESTIMATE_FACTOR = 0.9
 #: ... multiplied by this after a check the estimate called too early ...
 _ESTIMATE_BACKOFF = 0.7
-#: ... down to this
+#: ... down to this; raised (up to this) by the gain of the scaled point at a check made by
+#: the work cap (see ``_SCALE_PRIMAL``)
 _ESTIMATE_FACTOR_MIN = 1e-3
+_ESTIMATE_FACTOR_MAX = 10.0
 #: below this many nonzeros a check costs its Python overhead more than its pass: a check
 #: every 3 nnz(X) of epochs, no estimate
 _ESTIMATE_MIN_NNZ = 2**16
 #: examples ahead whose rows are prefetched
 _PREFETCH = 4
+#: a check that does not close the gap offers the best multiple s x of its point x instead
+#: of x when it is better (:func:`~._dcd_kernels.best_scale`, s in this range, at most this
+#: many trials of O(m) each): measured on mushrooms (hinge, lam 1e-4) J(s x) - J* is 4-10x
+#: smaller than J(x) - J* where the primal lags the dual, on a9a about the same
+_SCALE_PRIMAL = True
+_SCALE_RANGE = (0.5, 2.0)
+_SCALE_TRIALS = 30
 _NO_CAP = 2**62
 
 
@@ -496,7 +505,18 @@ class DCD(Solver):
     running :math:`w` (the point offered to the loop, which settles it by one oracle call
     before it reports it; at the check whose value closes the gap, the oracle is called at once
     with the pass's scores instead: half a data pass, no settling call); then :math:`w` is reset
-    to :math:`-a/\lambda` (no drift from the incremental updates). A loss whose oracle is overridden (``scores_supported`` False) is
+    to :math:`-a/\lambda` (no drift from the incremental updates). A check that does not close
+    the gap offers instead of its point :math:`x` the best multiple :math:`sx`,
+    :math:`s \in [1/2, 2]`, when it is better (:func:`~nsopt.solvers._dcd_kernels.best_scale`:
+    :math:`J(sx) = \tfrac\lambda2 s^2\|x\|^2 + \sum_i c_i\phi(s z_i)` from the pass's
+    margins, Newton on s, no data pass). Any point is a valid upper bound, and the dual path is
+    unchanged. Where the primal value of :math:`w(t)` lags the dual bound (the hinge on nearly
+    separable data: on mushrooms at lam 1e-4, :math:`J(x) - J^*` is 50-190 times
+    :math:`J^* - D(t)`), :math:`J(sx) - J^*` is 4-10 times smaller than :math:`J(x) - J^*`;
+    the share it leaves of x's gap raises the estimate's factor (up to 10) after a check made
+    by the work cap, so that the next check comes when the scaled point may close the gap
+    (mushrooms, hinge, lam 1e-4: 238 epochs to a proven 1e-4 before, 160 with it; a9a
+    unchanged; the squared hinge and logistic loss, whose primal does not lag, unchanged). A loss whose oracle is overridden (``scores_supported`` False) is
     valued by an oracle call instead. The gap estimate that decides when to check keeps, per
     example, its margin :math:`z_i` at its last visit (before its step), and
     :math:`\hat G = \sum_i c_i l(z_i) - \sum_i c_i \psi(t_i) + \lambda\|w\|^2`
@@ -651,7 +671,7 @@ class DCD(Solver):
             K.resync(kind, ex, sums, w, index, index.size)
             work = _Plain(kind, csr.indptr, csr.indices, csr.data, ex, w, index, shrink, sums,
                           np.zeros(d), rng, nnz, float(lam),
-                          np.array([_ESTIMATE_FACTOR, math.inf]),
+                          np.array([_ESTIMATE_FACTOR, math.inf, 1.0]),
                           bool(getattr(loss, "scores_supported", False)))
             # t = 0 (logistic: 1e-8) proves little: the first bound is the first check's
             return self.State(w=None, t=ex[:, K.EX_T], lower_bound=-math.inf, evidence=None,
@@ -715,6 +735,11 @@ class DCD(Solver):
             if triggered and best - s.lower_bound > max(self.atol, self.rtol * abs(best)):
                 # the estimate was optimistic: ask more of it before the next check
                 pk.adapt[0] = max(pk.adapt[0] * _ESTIMATE_BACKOFF, _ESTIMATE_FACTOR_MIN)
+            elif not triggered and pk.adapt[2] < 1.0:
+                # a check by the work cap found the scaled point's gap (what the check offers)
+                # a share ``gain`` of x's (what the estimate follows): ask that much less of it
+                pk.adapt[0] = max(pk.adapt[0], min(_ESTIMATE_FACTOR / pk.adapt[2],
+                                                   _ESTIMATE_FACTOR_MAX))
         return s
 
     def _check_plain(self, problem, s):
@@ -732,13 +757,28 @@ class DCD(Solver):
         closing = False
         if pk.own_value:
             fun = float(risk) + lam * float(problem.reg.value(x))
+            tol = max(self.atol, self.rtol * abs(fun))
+            scale = 1.0
+            if _SCALE_PRIMAL and fun - max(lower, s.lower_bound) > tol:
+                # the best multiple of x, from the pass's margins (no data pass)
+                sc, r_sc = K.best_scale(pk.kind, pk.ex, float(lam), float(x @ x),
+                                        _SCALE_RANGE[0], _SCALE_RANGE[1], _SCALE_TRIALS)
+                if sc != 1.0:
+                    x_sc = x * sc
+                    fun_sc = float(r_sc) + lam * float(problem.reg.value(x_sc))
+                    if fun_sc < fun:
+                        below = max(lower, s.lower_bound)
+                        pk.adapt[2] = max(fun_sc - below, 0.0) / (fun - below)
+                        x, fun, scale = x_sc, fun_sc, sc
+                        tol = max(self.atol, self.rtol * abs(fun))
             # the check that closes the gap: x is the answer, valued by the oracle now from
             # the pass's scores <x_i, x> = y_i z_i (half a pass: X^T g) instead of the loop's
             # settling call at the end (a whole one)
-            closing = (fun <= pk.adapt[1] and fun - max(lower, s.lower_bound)
-                       <= max(self.atol, self.rtol * abs(fun)))
+            closing = fun <= pk.adapt[1] and fun - max(lower, s.lower_bound) <= tol
             if closing:
                 scores = pk.ex[:, K.EX_Y] * pk.ex[:, K.EX_Z]
+                if scale != 1.0:
+                    scores *= scale
         np.multiply(a, -1.0 / lam, out=pk.w)
         K.resync(pk.kind, pk.ex, pk.sums, pk.w, pk.index, int(pk.shrink[0]))
         if closing:
