@@ -282,3 +282,103 @@ def test_an_overridden_oracle_is_valued_by_the_oracle():
     J.loss._value_and_subgradient = counted
     res = nsopt.minimize(J, method="dcd", rtol=1e-4, check_every=2, max_iter=6)
     assert len(calls) >= res.nit  # one oracle call per check (and the start)
+
+
+def _count_scores_passes(J):
+    """Wrap ``J.loss.data.dot`` (the pass ``X w`` of the loss's oracle) with a counter."""
+    calls = []
+    inner = J.loss.data.dot
+
+    def counted(w):
+        calls.append(1)
+        return inner(w)
+
+    J.loss.data.dot = counted
+    return calls
+
+
+@pytest.mark.parametrize("loss", sorted(LOSSES))
+def test_the_closing_check_values_its_point_from_the_check_pass(loss):
+    """Without an intercept and from x0 = 0, no oracle call makes the pass X w: the start is
+    valued from the scores 0, the check that closes the gap from its own pass's scores (no
+    settling call). The answer is the oracle's value at x and the certificate checks."""
+    J = _a9a_like(loss, lam=1e-3, m=2000)
+    calls = _count_scores_passes(J)
+    res = nsopt.minimize(J, method="dcd", rtol=1e-4)
+    assert res.success and res.nfev == 2
+    assert calls == []
+    del J.loss.data.dot
+    assert res.fun == pytest.approx(J.value(res.x), rel=1e-13, abs=0)
+    assert res.certificate.check(J) <= res.fun
+    # a start other than 0 is valued by a whole oracle call
+    calls = _count_scores_passes(J)
+    res0 = nsopt.minimize(J, method="dcd", x0=np.full(J.dim, 1e-3), rtol=1e-4)
+    assert res0.success and len(calls) == 1
+
+
+@pytest.mark.parametrize("loss", sorted(LOSSES))
+def test_the_closing_check_changes_no_iterate(loss, monkeypatch):
+    """The dual path, the checks' points and bounds are those of the run valued by oracle calls
+    at every check (an instance-level oracle: ``scores_supported`` off for the valuing only;
+    the scaled point, which only the kernel's own values offer, off)."""
+    monkeypatch.setattr(dcd_module, "_SCALE_PRIMAL", False)
+    J = _a9a_like(loss, lam=1e-3, m=2000)
+    a = list((s.epochs, s.lower_bound, None if s.w is None else s.w.copy())
+             for s in DCD(rtol=1e-5, check_every=2).iterate(J))
+    K2 = _a9a_like(loss, lam=1e-3, m=2000)
+    K2.loss._value_and_subgradient = K2.loss._value_and_subgradient  # an overridden oracle
+    b = list((s.epochs, s.lower_bound, None if s.w is None else s.w.copy())
+             for s in DCD(rtol=1e-5, check_every=2).iterate(K2))
+    assert len(a) == len(b) >= 2
+    for (ea, la, wa), (eb, lb, wb) in zip(a, b):
+        assert ea == eb and la == lb
+        assert (wa is None and wb is None) or np.array_equal(wa, wb)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from(sorted(LOSSES)), st.integers(0, 2**16), st.floats(-0.3, 0.3))
+def test_best_scale_minimises_j_along_the_ray(loss, seed, shift):
+    """``best_scale`` from the check pass's margins: J(s x) at the s it returns is the minimum
+    of J along the ray {s x : s in [0.5, 2]} (a fine grid and its best neighbourhood, valued
+    by the oracle) up to rounding, and the risk it returns is R(s x)."""
+    J = _problem(loss, sparse=True, seed=seed % 7, lam=1e-2)
+    rng = np.random.default_rng(seed)
+    s0, pk = _plain(J)
+    _epochs(pk, 3)
+    x = pk.w * (1.0 + shift) + 0.01 * rng.standard_normal(pk.w.size)
+    pk.w[:] = x
+    a, t = np.empty(x.size), np.empty(pk.ex.shape[0])
+    K.check_pass(pk.kind, pk.indptr, pk.indices, pk.data, pk.ex, pk.w, a, t)
+    sc, r = K.best_scale(pk.kind, pk.ex, J.lam, float(x @ x), 0.5, 2.0, 60)
+    assert 0.5 <= sc <= 2.0
+    assert r == pytest.approx(J.loss.value(sc * x), rel=1e-10, abs=1e-14)
+    best = J.value(sc * x)
+    grid = np.linspace(0.5, 2.0, 1501)
+    vals = np.array([J.value(g * x) for g in grid])
+    k = int(np.argmin(vals))
+    fine = np.linspace(grid[max(k - 1, 0)], grid[min(k + 1, grid.size - 1)], 201)
+    assert best <= min(vals.min(), min(J.value(g * x) for g in fine)) * (1 + 1e-9) + 1e-14
+    assert best <= J.value(x) * (1 + 1e-12) + 1e-15
+
+
+@pytest.mark.parametrize("loss", sorted(LOSSES))
+def test_the_scaled_point_changes_no_dual_iterate(loss, monkeypatch):
+    """With a fixed check period the scaled point changes the points offered, never the dual
+    path: equal epochs and bounds, each check's value at most the unscaled one's; the
+    certificate of the scaled run checks."""
+    runs = {}
+    for flag in (False, True):
+        monkeypatch.setattr(dcd_module, "_SCALE_PRIMAL", flag)
+        J = _a9a_like(loss, lam=1e-4, m=2000)
+        runs[flag] = [(s.epochs, s.lower_bound, s.fun_best, None if s.w is None else s.w.copy())
+                      for s in DCD(rtol=1e-10, check_every=3, max_iter=8).iterate(J)]
+    assert len(runs[False]) == len(runs[True])
+    better = 0
+    for (e0, l0, f0, _), (e1, l1, f1, _) in zip(runs[False], runs[True]):
+        assert e0 == e1 and l0 == l1
+        assert f1 <= f0 * (1 + 1e-13) or not math.isfinite(f0)
+        better += f1 < f0 * (1 - 1e-9)
+    if loss == "hinge":
+        assert better >= 1   # the hinge's primal lags: the scaled point helps
+    res = nsopt.minimize(J, method="dcd", rtol=1e-5)
+    assert res.success and res.certificate.check(J) <= res.fun

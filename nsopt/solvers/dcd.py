@@ -330,7 +330,7 @@ class _Plain(NamedTuple):
     rng: np.ndarray     # the permutations' random state
     nnz: int            # nonzeros of X
     lam: float
-    adapt: np.ndarray   # [factor, best value]: a check when the estimate is within factor *
+    adapt: np.ndarray   # [factor, best value, gain]: a check when the estimate is within factor *
     #                     tolerance; the best value of the checks so far
     own_value: bool     # J at a check from the check's pass (else an oracle call: a loss whose
     #                     oracle is overridden, scores_supported False)
@@ -342,13 +342,22 @@ _CHECK_PERIOD = 20
 _ESTIMATE_FACTOR = 0.9
 #: ... multiplied by this after a check the estimate called too early ...
 _ESTIMATE_BACKOFF = 0.7
-#: ... down to this
+#: ... down to this; raised (up to this) by the gain of the scaled point at a check made by
+#: the work cap (see ``_SCALE_PRIMAL``)
 _ESTIMATE_FACTOR_MIN = 1e-3
+_ESTIMATE_FACTOR_MAX = 10.0
 #: below this many nonzeros a check costs its Python overhead more than its pass: a check
 #: every 3 nnz(X) of epochs, no estimate
 _ESTIMATE_MIN_NNZ = 2**16
 #: examples ahead whose rows are prefetched
 _PREFETCH = 4
+#: a check that does not close the gap offers the best multiple s x of its point x instead
+#: of x when it is better (:func:`~._dcd_kernels.best_scale`, s in this range, at most this
+#: many trials of O(m) each): measured on mushrooms (hinge, lam 1e-4) J(s x) - J* is 4-10x
+#: smaller than J(x) - J* where the primal lags the dual, on a9a about the same
+_SCALE_PRIMAL = True
+_SCALE_RANGE = (0.5, 2.0)
+_SCALE_TRIALS = 30
 _NO_CAP = 2**62
 
 
@@ -494,8 +503,20 @@ class DCD(Solver):
     :math:`t` (what ``loss.dual_plane(t)`` and :meth:`~nsopt.Certificate.check` compute, its
     bound :math:`b - \lambda\Omega^*(-a/\lambda)`) and, in the same pass, :math:`J` at the
     running :math:`w` (the point offered to the loop, which settles it by one oracle call
-    before it reports it); then :math:`w` is reset to :math:`-a/\lambda` (no drift from the
-    incremental updates). A loss whose oracle is overridden (``scores_supported`` False) is
+    before it reports it; at the check whose value closes the gap, the oracle is called at once
+    with the pass's scores instead: half a data pass, no settling call); then :math:`w` is reset
+    to :math:`-a/\lambda` (no drift from the incremental updates). A check that does not close
+    the gap offers instead of its point :math:`x` the best multiple :math:`sx`,
+    :math:`s \in [1/2, 2]`, when it is better (:func:`~nsopt.solvers._dcd_kernels.best_scale`:
+    :math:`J(sx) = \tfrac\lambda2 s^2\|x\|^2 + \sum_i c_i\phi(s z_i)` from the pass's
+    margins, Newton on s, no data pass). Any point is a valid upper bound, and the dual path is
+    unchanged. Where the primal value of :math:`w(t)` lags the dual bound (the hinge on nearly
+    separable data: on mushrooms at lam 1e-4, :math:`J(x) - J^*` is 50-190 times
+    :math:`J^* - D(t)`), :math:`J(sx) - J^*` is 4-10 times smaller than :math:`J(x) - J^*`;
+    the share it leaves of x's gap raises the estimate's factor (up to 10) after a check made
+    by the work cap, so that the next check comes when the scaled point may close the gap
+    (mushrooms, hinge, lam 1e-4: 238 epochs to a proven 1e-4 before, 160 with it; a9a
+    unchanged; the squared hinge and logistic loss, whose primal does not lag, unchanged). A loss whose oracle is overridden (``scores_supported`` False) is
     valued by an oracle call instead. The gap estimate that decides when to check keeps, per
     example, its margin :math:`z_i` at its last visit (before its step), and
     :math:`\hat G = \sum_i c_i l(z_i) - \sum_i c_i \psi(t_i) + \lambda\|w\|^2`
@@ -504,8 +525,9 @@ class DCD(Solver):
     (:math:`v = \sum c_i y_i x_i` over them, linear in w), and near the target a shrunk
     problem's active margins are recomputed (one pass over the active rows). The estimate
     proves nothing; the check does. Start: :math:`t = 0` (logistic: :math:`10^{-8}`, inside
-    the domain of :math:`\log`); ``x0`` is evaluated (the answer if no later point is better)
-    but does not seed :math:`t`.
+    the domain of :math:`\log`); ``x0`` is evaluated (the answer if no later point is better;
+    at ``x0 = 0`` from the scores 0, without the pass :math:`Xx_0`) but does not seed
+    :math:`t`.
 
     **A free intercept** (``fit_intercept=True``, :math:`J(w, b)` with the scores
     :math:`\langle x_i, w\rangle + b`, b not regularized). Minimising over b turns the dual
@@ -615,8 +637,12 @@ class DCD(Solver):
 
     # ------------------------------------------------------------------------------------
     def init(self, problem, x0):
-        problem.evaluate(x0)                           # the fallback answer: J(x0)
         loss, lam = problem.loss, problem.lam
+        # the fallback answer J(x0); at the usual x0 = 0 the scores are 0 without the pass X x0
+        if getattr(loss, "scores_supported", False) and not np.any(x0):
+            problem.evaluate(x0, scores=np.zeros(loss.m))
+        else:
+            problem.evaluate(x0)
         risk = problem.problem                         # behind the loop's counting wrapper
         kind = _kind(loss)
         m = loss.m
@@ -645,7 +671,7 @@ class DCD(Solver):
             K.resync(kind, ex, sums, w, index, index.size)
             work = _Plain(kind, csr.indptr, csr.indices, csr.data, ex, w, index, shrink, sums,
                           np.zeros(d), rng, nnz, float(lam),
-                          np.array([_ESTIMATE_FACTOR, math.inf]),
+                          np.array([_ESTIMATE_FACTOR, math.inf, 1.0]),
                           bool(getattr(loss, "scores_supported", False)))
             # t = 0 (logistic: 1e-8) proves little: the first bound is the first check's
             return self.State(w=None, t=ex[:, K.EX_T], lower_bound=-math.inf, evidence=None,
@@ -709,6 +735,11 @@ class DCD(Solver):
             if triggered and best - s.lower_bound > max(self.atol, self.rtol * abs(best)):
                 # the estimate was optimistic: ask more of it before the next check
                 pk.adapt[0] = max(pk.adapt[0] * _ESTIMATE_BACKOFF, _ESTIMATE_FACTOR_MIN)
+            elif not triggered and pk.adapt[2] < 1.0:
+                # a check by the work cap found the scaled point's gap (what the check offers)
+                # a share ``gain`` of x's (what the estimate follows): ask that much less of it
+                pk.adapt[0] = max(pk.adapt[0], min(_ESTIMATE_FACTOR / pk.adapt[2],
+                                                   _ESTIMATE_FACTOR_MAX))
         return s
 
     def _check_plain(self, problem, s):
@@ -723,10 +754,37 @@ class DCD(Solver):
         b, risk = K.check_pass(pk.kind, pk.indptr, pk.indices, pk.data, pk.ex, pk.w, a, t)
         x = pk.w.copy()
         lower = float(b) - scaled_conjugate(problem.reg, a, lam)
-        np.multiply(a, -1.0 / lam, out=pk.w)
-        K.resync(pk.kind, pk.ex, pk.sums, pk.w, pk.index, int(pk.shrink[0]))
+        closing = False
         if pk.own_value:
             fun = float(risk) + lam * float(problem.reg.value(x))
+            tol = max(self.atol, self.rtol * abs(fun))
+            scale = 1.0
+            if _SCALE_PRIMAL and fun - max(lower, s.lower_bound) > tol:
+                # the best multiple of x, from the pass's margins (no data pass)
+                sc, r_sc = K.best_scale(pk.kind, pk.ex, float(lam), float(x @ x),
+                                        _SCALE_RANGE[0], _SCALE_RANGE[1], _SCALE_TRIALS)
+                if sc != 1.0:
+                    x_sc = x * sc
+                    fun_sc = float(r_sc) + lam * float(problem.reg.value(x_sc))
+                    if fun_sc < fun:
+                        below = max(lower, s.lower_bound)
+                        pk.adapt[2] = max(fun_sc - below, 0.0) / (fun - below)
+                        x, fun, scale = x_sc, fun_sc, sc
+                        tol = max(self.atol, self.rtol * abs(fun))
+            # the check that closes the gap: x is the answer, valued by the oracle now from
+            # the pass's scores <x_i, x> = y_i z_i (half a pass: X^T g) instead of the loop's
+            # settling call at the end (a whole one)
+            closing = fun <= pk.adapt[1] and fun - max(lower, s.lower_bound) <= tol
+            if closing:
+                scores = pk.ex[:, K.EX_Y] * pk.ex[:, K.EX_Z]
+                if scale != 1.0:
+                    scores *= scale
+        np.multiply(a, -1.0 / lam, out=pk.w)
+        K.resync(pk.kind, pk.ex, pk.sums, pk.w, pk.index, int(pk.shrink[0]))
+        if closing:
+            fun = float(problem.evaluate(x, scores=scores).fun)
+            s = s._replace(w=x, w_best=None, fun_best=fun)
+        elif pk.own_value:
             s = s._replace(w=x, w_best=x, fun_best=fun)
         else:  # a loss that overrides its oracle: valued by the oracle, not by the kernel's phi
             fun = float(problem.evaluate(x).fun)
