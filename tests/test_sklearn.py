@@ -354,3 +354,23 @@ def test_elasticnet_matches_sklearn_elastic_net():
     ref = ElasticNet(alpha=0.1, l1_ratio=0.5, fit_intercept=False, tol=1e-12).fit(X, y)
     assert np.allclose(ours.coef_, ref.coef_, atol=1e-3)
     assert ours.lower_bound_ <= ours.result_.fun
+
+
+@pytest.mark.parametrize("loss", ["log_loss", "squared_hinge"])
+def test_l1_smooth_loss_defaults_to_newton_cd(loss):
+    """penalty='l1' with a loss newton-cd takes picks it (as ``nsopt.minimize`` does); the hinge
+    (not differentiable) and a warm start keep the cutting-plane default."""
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((120, 6))
+    y = np.where(X @ rng.standard_normal(6) + 0.3 * rng.standard_normal(120) > 0, 1, -1)
+    est = LinearClassifier(loss=loss, penalty="l1", alpha=1e-2, fit_intercept=False, tol=1e-6)
+    est.fit(X, y)
+    assert est.result_.method == "newton-cd" and est.result_.success
+    ref = LinearClassifier(loss=loss, penalty="l1", alpha=1e-2, fit_intercept=False, tol=1e-6,
+                           method="bmrm").fit(X, y)
+    assert abs(est.result_.fun - ref.result_.fun) <= 2e-6 * abs(ref.result_.fun)
+    hinge = LinearClassifier(loss="hinge", penalty="l1", alpha=1e-2, fit_intercept=False)
+    assert hinge.fit(X, y).result_.method != "newton-cd"
+    warm = LinearClassifier(loss=loss, penalty="l1", alpha=1e-2, fit_intercept=False,
+                            warm_start=True)
+    assert warm.fit(X, y).result_.method != "newton-cd"
