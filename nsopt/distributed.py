@@ -1562,6 +1562,18 @@ def _start_actor(client, worker, index, source, **kw):
 
 
 def _scatter_shard(client, loss, k, s, e, worker):
+    try:
+        return _scatter_shard_to(client, loss, k, s, e, worker)
+    except KeyError:
+        # the worker left between listing the workers and scattering (a kill or a restart
+        # racing with us: the scheduler raises KeyError for an unknown worker); only then let
+        # the scheduler place the shard
+        if worker is None or worker in client.scheduler_info()["workers"]:
+            raise
+        return _scatter_shard_to(client, loss, k, s, e, None)
+
+
+def _scatter_shard_to(client, loss, k, s, e, worker):
     source = f"rows {s}:{e}"
     data = client.scatter(_slice_loss(loss, s, e), workers=None if worker is None else [worker],
                           hash=False)

@@ -389,3 +389,24 @@ def test_builders_wait_for_a_worker_that_is_starting(data, monkeypatch):
             assert Js.value(w) == pytest.approx(J.value(w), rel=1e-12)
         finally:
             timer.cancel()
+
+
+def test_shard_placed_by_the_scheduler_when_its_worker_just_left(client, data):
+    """A worker listed a moment ago and gone when its shard is scattered (the scheduler raises
+    KeyError for it: seen after a kill in the previous test) does not fail ``shard``: the
+    scheduler places that shard; a worker that is still there is not second-guessed."""
+    J = _risk(nsopt.losses.Hinge, data)
+    gone = "tcp://127.0.0.1:1"       # never a worker of this cluster
+    actor = nd._scatter_shard(client, J.loss, 0, 0, 50, gone)
+    assert actor.shape().result() == (50, J.loss.dim)
+    with pytest.raises(KeyError):  # the scatter's own error when the worker is listed
+        orig = client.scheduler_info
+
+        def listed(*a, **k):
+            info = orig(*a, **k)
+            return {**info, "workers": {**info["workers"], gone: {}}}
+        client.scheduler_info = listed
+        try:
+            nd._scatter_shard(client, J.loss, 0, 0, 50, gone)
+        finally:
+            del client.scheduler_info
