@@ -221,7 +221,7 @@ def test_lp_failure_is_a_status_not_a_crash(monkeypatch):
     """The hot-started LP failing hands over to linprog from scratch; when that fails too,
     the run ends with a status."""
     import nsopt.solvers._region as level
-    from nsopt.inner.level_master import BoxModelLP
+    from nsopt.inner.level_master import BoxModelLP, DenseBoxLP
 
     case = l1_case(6)
     calls = [0]
@@ -236,6 +236,7 @@ def test_lp_failure_is_a_status_not_a_crash(monkeypatch):
 
     monkeypatch.setattr(level, "linprog", failing)
     monkeypatch.setattr(BoxModelLP, "solve", lambda self, *a: None)
+    monkeypatch.setattr(DenseBoxLP, "solve", lambda self, *a: None)
     res = nsopt.minimize(case.oracle, method="level-bundle", bounds=(case.lb, case.ub), rtol=1e-9)
     assert res.status is nsopt.Status.NUMERICAL_ERROR and not res.success
     assert "LP" in res.info["numerical_error"]["message"]

@@ -20,7 +20,7 @@ from ..bundle import PlaneBundle
 from ..oracle import OracleNumericalError, freeze
 from .._validation import Interval, NoneOr, Option, Satisfies, check_box
 from ._base import ProblemNotSupported, Solver
-from ..inner.level_master import BoxModelLP, highs_available, project_level_set
+from ..inner.level_master import BoxModelLP, DenseBoxLP, highs_available, project_level_set
 from ._region import (HOT_LP_OPTIONS, MasterLPError, ModelMinimum, box_min, box_model_minimum,
                       planes_evidence, region_from_options)
 from ._registry import register
@@ -30,6 +30,9 @@ __all__ = ["LevelBundle"]
 
 #: when the bundle is full, room is made for ``max_planes // DROP_SHARE`` planes at once
 DROP_SHARE = 10
+#: up to this dimension the LP is solved by the compiled dense dual simplex
+#: (:class:`~nsopt.inner.level_master.DenseBoxLP`), above it by HiGHS (:class:`BoxModelLP`)
+DENSE_LP_MAX_DIM = 300
 
 
 def _finite_box(value):
@@ -315,7 +318,7 @@ class LevelBundle(Solver):
         lb, ub = self._box(problem)
         x0 = freeze(np.clip(x0, lb, ub))            # a start outside the box is projected
         bundle = PlaneBundle(problem.dim, evidence="points")
-        lp = BoxModelLP(lb, ub, HOT_LP_OPTIONS) if highs_available() else None
+        lp = self._hot_lp(lb, ub)
         if math.isfinite(problem.lower_bound):
             bundle.add_floor(problem.lower_bound)   # the oracle's floor: a plane of slope 0
             self._mirror(bundle, lp)
@@ -323,6 +326,14 @@ class LevelBundle(Solver):
         bundle.add_at(ev.w, ev.fun, ev.subgradient)
         self._mirror(bundle, lp)
         return self._iterate(problem, bundle, ev.w, float(ev.fun), -math.inf, None, lb, ub, 0, lp)
+
+    @staticmethod
+    def _hot_lp(lb, ub):
+        """The warm LP of the run: the compiled dense dual simplex up to
+        ``DENSE_LP_MAX_DIM`` variables, HiGHS's hot-started model above (None without it)."""
+        if lb.size <= DENSE_LP_MAX_DIM:
+            return DenseBoxLP(lb, ub)
+        return BoxModelLP(lb, ub, HOT_LP_OPTIONS) if highs_available() else None
 
     @staticmethod
     def _mirror(bundle, lp):
