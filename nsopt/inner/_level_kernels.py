@@ -21,8 +21,8 @@ import math
 import numba
 import numpy as np
 
-#: pivots between two recomputations of the basis inverse from scratch
-REFACTOR = 40
+#: pivots between two recomputations of the basis inverse from scratch (LAPACK, O(d^3))
+REFACTOR = 100
 
 
 @numba.njit(cache=True)
@@ -50,7 +50,9 @@ def _rhs(b, lb, ub, d, code):
 
 @numba.njit(cache=True)
 def _refactor(A, b, lb, ub, W, Ginv):
-    """Ginv = G_W^{-1} from scratch; False when G_W is singular to rounding."""
+    """Ginv = G_W^{-1} from scratch (LAPACK's LU; it raises ``LinAlgError`` when G_W is
+    exactly singular); False when a pivot is tiny (singular to rounding), then Ginv holds
+    Gauss-Jordan's attempt."""
     d1 = W.size
     d = d1 - 1
     G = np.zeros((d1, d1))
@@ -58,43 +60,19 @@ def _refactor(A, b, lb, ub, W, Ginv):
     for k in range(d1):
         _normal(A, d, W[k], g)
         G[k, :] = g
-    return _invert(G, Ginv)
-
-
-@numba.njit(cache=True)
-def _invert(G, out):
-    """Gauss-Jordan with partial pivoting: ``out = G^{-1}``; False when a pivot is below
-    1e-13 of the largest entry (singular to rounding). ``G`` is overwritten."""
-    m = G.shape[0]
+    inv = np.linalg.inv(G)
+    # the inverse of a basis singular to rounding has huge entries: 1 / smallest pivot
     big = 0.0
-    for i in range(m):
-        for j in range(m):
-            big = max(big, abs(G[i, j]))
-    out[:, :] = 0.0
-    for i in range(m):
-        out[i, i] = 1.0
-    for c in range(m):
-        p, best = c, abs(G[c, c])
-        for r in range(c + 1, m):
-            if abs(G[r, c]) > best:
-                p, best = r, abs(G[r, c])
-        if not best > 1e-13 * big:
-            return False
-        if p != c:
-            for j in range(m):
-                G[c, j], G[p, j] = G[p, j], G[c, j]
-                out[c, j], out[p, j] = out[p, j], out[c, j]
-        f = 1.0 / G[c, c]
-        for j in range(m):
-            G[c, j] *= f
-            out[c, j] *= f
-        for r in range(m):
-            if r != c:
-                e = G[r, c]
-                if e != 0.0:
-                    for j in range(m):
-                        G[r, j] -= e * G[c, j]
-                        out[r, j] -= e * out[c, j]
+    for r in range(d1):
+        for k in range(d1):
+            big = max(big, abs(inv[r, k]))
+    scale = 0.0
+    for r in range(d1):
+        for k in range(d1):
+            scale = max(scale, abs(G[r, k]))
+    if not big * scale < 1e13:
+        return False
+    Ginv[:, :] = inv
     return True
 
 
@@ -156,20 +134,14 @@ def dual_simplex(A, b, n, lb, ub, W, Ginv, refactor, tol, max_pivots):
     while True:
         for k in range(d1):
             h[k] = _rhs(b, lb, ub, d, W[k])
-        for r in range(d1):
-            s = 0.0
-            for k in range(d1):
-                s += Ginv[r, k] * h[k]
-            z[r] = s
-        # the most violated constraint, relative to its normal's length
+        z[:] = Ginv @ h
+        # the most violated constraint, relative to its normal's length (BLAS: A @ x)
+        viol = A @ z[:d]
         worst, p = tol * scale, n + 2 * d
         for i in range(n):
             if in_w[i]:
                 continue
-            v = b[i] - z[d]
-            for j in range(d):
-                v += A[i, j] * z[j]
-            v /= norms[i]
+            v = (viol[i] + b[i] - z[d]) / norms[i]
             if v > worst:
                 worst, p = v, i
         for j in range(d):
@@ -181,16 +153,22 @@ def dual_simplex(A, b, n, lb, ub, W, Ginv, refactor, tol, max_pivots):
             return 0, z, pivots
         if pivots >= max_pivots:
             return 2, z, pivots
-        # u = G_W^{-T} g_p; lambda = -(row t of Ginv)
-        _normal(A, d, p, g)
+        # u = G_W^{-T} g_p: a row of Ginv for a side of the box, one product for a plane
+        if p >= 0:
+            u[:] = A[p] @ Ginv[:d]
+            for k in range(d1):
+                u[k] -= Ginv[d, k]
+        elif p >= -d:
+            u[:] = Ginv[-p - 1]
+        else:
+            for k in range(d1):
+                u[k] = -Ginv[-p - d - 1, k]
+        umax = 0.0
         for k in range(d1):
-            s = 0.0
-            for r in range(d1):
-                s += Ginv[r, k] * g[r]
-            u[k] = s
+            umax = max(umax, abs(u[k]))
         theta, leave, ubest = math.inf, -1, 0.0
         for k in range(d1):
-            if u[k] > 1e-11:
+            if u[k] > 1e-9 * umax:
                 lam = max(-Ginv[d, k], 0.0)
                 ratio = lam / u[k]
                 if ratio < theta - 1e-14 or (ratio <= theta + 1e-14 and u[k] > ubest):

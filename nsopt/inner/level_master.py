@@ -243,9 +243,13 @@ class DenseBoxLP:
         n, d = self.n, self.dim
         if cold:
             K.cold_basis(self._A, self._b, n, self.lb, self.ub, self._W)
-        status, z, pivots = K.dual_simplex(self._A[:n], self._b[:n], n, self.lb, self.ub, self._W,
-                                           self._Ginv, cold or self._refactor, 1e-11,
-                                           20 * (n + d + 1))
+        try:
+            status, z, pivots = K.dual_simplex(self._A[:n], self._b[:n], n, self.lb, self.ub,
+                                               self._W, self._Ginv, cold or self._refactor,
+                                               1e-11, 20 * (n + d + 1))
+        except np.linalg.LinAlgError:       # a basis singular to rounding (LAPACK's LU)
+            self._refactor = False
+            return None
         self.iterations += int(pivots)
         self._refactor = False
         if status != 0:
