@@ -508,7 +508,7 @@ def project_level_set(A, r, lb, ub, centre, *, tol: float = 1e-12, max_iter: int
     mult = np.zeros(m)
     if status != 0:
         return None, mult
-    for k in range(q):
-        if act[k] < m:
-            mult[act[k]] = u[k]
+    act, u = act[:q], u[:q]
+    planes = act < m
+    mult[act[planes]] = u[planes]
     return np.clip(x, lb, ub), mult
