@@ -51,8 +51,8 @@ def _rhs(b, lb, ub, d, code):
 @numba.njit(cache=True)
 def _refactor(A, b, lb, ub, W, Ginv):
     """Ginv = G_W^{-1} from scratch (LAPACK's LU; it raises ``LinAlgError`` when G_W is
-    exactly singular); False when a pivot is tiny (singular to rounding), then Ginv holds
-    Gauss-Jordan's attempt."""
+    exactly singular); False, Ginv unchanged, when G_W is singular to rounding (its inverse
+    has entries above 1e13 over its largest entry)."""
     d1 = W.size
     d = d1 - 1
     G = np.zeros((d1, d1))
@@ -105,7 +105,6 @@ def dual_simplex(A, b, n, lb, ub, W, Ginv, refactor, tol, max_pivots):
     d1 = d + 1
     z = np.zeros(d1)
     h = np.zeros(d1)
-    g = np.zeros(d1)
     u = np.zeros(d1)
     col = np.zeros(d1)
     in_w = np.zeros(n, dtype=np.bool_)

@@ -8,7 +8,10 @@ Two subproblems recur at every iteration of the level method ([LNN95]_ Sec. 2) w
   t \le -b_i`, :math:`x \in Q`: :class:`BoxModelLP` keeps one HiGHS model alive across
   iterations, adds the new plane as a row and deletes dropped ones, so the dual simplex
   restarts from the last optimal basis (a few pivots per iteration instead of a solve from
-  scratch through :func:`scipy.optimize.linprog`);
+  scratch through :func:`scipy.optimize.linprog`); :class:`DenseBoxLP` solves the same LP
+  by a compiled dense dual simplex in row form (a basis is ``d + 1`` active planes and box
+  sides), warm from the last optimal basis, without HiGHS's fixed cost per solve (the level
+  method's choice up to a few hundred variables);
 * the projection of the last point onto the level set, the QP :math:`\min \tfrac12\|x -
   c\|^2` s.t. :math:`\langle a_i, x\rangle \le l - b_i`, :math:`x \in Q`:
   :func:`project_level_set`, the dual active-set method of Goldfarb and Idnani ([GI83]_) with
