@@ -109,12 +109,7 @@ def dual_simplex(A, b, n, lb, ub, W, Ginv, refactor, tol, max_pivots):
     col = np.zeros(d1)
     in_w = np.zeros(n, dtype=np.bool_)
     box_w = np.zeros(2 * d, dtype=np.bool_)
-    norms = np.empty(n)
-    for i in range(n):
-        s = 1.0
-        for j in range(d):
-            s += A[i, j] * A[i, j]
-        norms[i] = math.sqrt(s)
+    norms = np.sqrt(1.0 + (A * A).sum(axis=1))     # of the normals (a_i, -1)
     scale = 1.0
     for i in range(n):
         scale = max(scale, abs(b[i]))

@@ -313,7 +313,10 @@ class LevelBundle(Solver):
                 fallbacks += 1
         elif mult is not None and mult.sum() > 0:
             active = active | (mult > 0)
-            lower, evidence = self._offer(problem, bundle, mult, lower, evidence, lb, ub)
+            if not solved:
+                # after an LP on this bundle no weights can do better: the LP's dual is the
+                # best bound over the simplex (so the offer is only made between LPs)
+                lower, evidence = self._offer(problem, bundle, mult, lower, evidence, lb, ub)
         bundle.update_ages(active.astype(np.float64))
         return self.State(x=x, fun_up=fun_up, lower_bound=lower, evidence=evidence, level=level,
                           x_next=freeze(nxt), alpha=alpha, active=active, bundle=bundle,
