@@ -8,7 +8,9 @@ h_W` and its multipliers :math:`\lambda = -G_W^{-T} e_t \ge 0` (dual feasible). 
 constraint :math:`p` enters, the ratio test :math:`\min_{u_k > 0} \lambda_k / u_k` with
 :math:`u = G_W^{-T} g_p` picks the one that leaves; :math:`G_W^{-1}` is updated by
 Sherman-Morrison (replacing row ``k`` by :math:`g_p`: :math:`G'^{-1} = G^{-1} - G^{-1}e_k
-(u - e_k)^T / u_k`) and recomputed every ``REFACTOR`` pivots. Each pivot costs
+(u - e_k)^T / u_k`) and recomputed by LAPACK every ``REFACTOR`` pivots. Degenerate pivots
+(ties in the ratio test) take the largest :math:`u_k`; a run that cycles stops at a pivot
+cap and the caller starts cold, then falls back to HiGHS. Each pivot costs
 :math:`O(d^2 + n d)`, against HiGHS's fixed cost per solve of a changed model.
 
 Codes of constraints in ``W``: ``i >= 0`` plane ``i``; ``-(j + 1)`` the upper bound of
@@ -51,8 +53,8 @@ def _rhs(b, lb, ub, d, code):
 @numba.njit(cache=True)
 def _refactor(A, b, lb, ub, W, Ginv):
     """Ginv = G_W^{-1} from scratch (LAPACK's LU; it raises ``LinAlgError`` when G_W is
-    exactly singular); False, Ginv unchanged, when G_W is singular to rounding (its inverse
-    has entries above 1e13 over its largest entry)."""
+    exactly singular); False, Ginv unchanged, when G_W is singular to rounding
+    (``max|G_W^{-1}| max|G_W| >= 1e13``, a cheap estimate of its condition number)."""
     d1 = W.size
     d = d1 - 1
     G = np.zeros((d1, d1))
