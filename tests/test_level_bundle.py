@@ -221,7 +221,7 @@ def test_lp_failure_is_a_status_not_a_crash(monkeypatch):
     """The hot-started LP failing hands over to linprog from scratch; when that fails too,
     the run ends with a status."""
     import nsopt.solvers._region as level
-    from nsopt.inner.level_master import BoxModelLP
+    from nsopt.inner.level_master import BoxModelLP, DenseBoxLP
 
     case = l1_case(6)
     calls = [0]
@@ -236,6 +236,7 @@ def test_lp_failure_is_a_status_not_a_crash(monkeypatch):
 
     monkeypatch.setattr(level, "linprog", failing)
     monkeypatch.setattr(BoxModelLP, "solve", lambda self, *a: None)
+    monkeypatch.setattr(DenseBoxLP, "solve", lambda self, *a: None)
     res = nsopt.minimize(case.oracle, method="level-bundle", bounds=(case.lb, case.ub), rtol=1e-9)
     assert res.status is nsopt.Status.NUMERICAL_ERROR and not res.success
     assert "LP" in res.info["numerical_error"]["message"]
@@ -374,3 +375,15 @@ def test_hot_lp_time_limit_is_what_is_left_not_the_sum_of_runs():
     out = lp.solve(spent / 2)       # less left than the runs so far took, but ample for one
     assert out is not None
     assert np.all(np.isfinite(out[2])) and abs(out[2].sum() - 1) < 1e-6
+
+
+def test_dense_lp_up_to_its_dimension_highs_above():
+    """The warm LP is the compiled dense dual simplex up to ``DENSE_LP_MAX_DIM`` variables
+    (its dense (d+1)^2 inverse), HiGHS's hot-started model above it."""
+    from nsopt.inner.level_master import BoxModelLP, DenseBoxLP, highs_available
+    from nsopt.solvers.level_bundle import DENSE_LP_MAX_DIM, LevelBundle
+
+    small = LevelBundle._hot_lp(-np.ones(DENSE_LP_MAX_DIM), np.ones(DENSE_LP_MAX_DIM))
+    assert isinstance(small, DenseBoxLP)
+    big = LevelBundle._hot_lp(-np.ones(DENSE_LP_MAX_DIM + 1), np.ones(DENSE_LP_MAX_DIM + 1))
+    assert isinstance(big, BoxModelLP) if highs_available() else big is None

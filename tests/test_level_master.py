@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import nsopt
 from catalogue import chebyshev_data, chebyshev_fit, max_affine_data, max_affine_ridge
-from nsopt.inner.level_master import BoxModelLP, highs_available, project_level_set
+from nsopt.inner.level_master import BoxModelLP, DenseBoxLP, highs_available, project_level_set
 
 needs_highs = pytest.mark.skipif(not highs_available(), reason="no HiGHS object model")
 
@@ -84,6 +84,99 @@ def test_hot_lp_matches_linprog_through_adds_and_drops():
         assert alpha.sum() == pytest.approx(1.0, abs=1e-9)
 
 
+def _clarabel_box_lp(A, b, lb, ub):
+    """The LP min_x max_i (A x + b)_i over the box, by cvxpy + Clarabel (tight tolerances)."""
+    import cvxpy as cp
+
+    x = cp.Variable(A.shape[1])
+    prob = cp.Problem(cp.Minimize(cp.max(A @ x + b)), [x >= lb, x <= ub])
+    prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-11, tol_gap_rel=1e-11, tol_feas=1e-11)
+    return prob.value
+
+
+@st.composite
+def _plane_sequences(draw):
+    """A box and a sequence of planes, with the degenerate cases the level method meets:
+    repeated planes, scaled copies, zero slopes (flat planes), sparse slopes, coordinates
+    with lb == ub, and drops of random rows between solves."""
+    d = draw(st.integers(1, 12))
+    seed = draw(st.integers(0, 2 ** 16))
+    kind = draw(st.sampled_from(["gaussian", "repeats", "flat", "sparse", "fixed-coords"]))
+    n = draw(st.integers(1, 40))
+    rng = np.random.default_rng(seed)
+    lb, ub = -rng.uniform(0.1, 3.0, d), rng.uniform(0.1, 3.0, d)
+    if kind == "fixed-coords":
+        fixed = rng.random(d) < 0.5
+        lb[fixed] = ub[fixed] = rng.uniform(-1, 1, fixed.sum())
+    A, b = rng.standard_normal((n, d)), rng.standard_normal(n)
+    if kind == "repeats":
+        src = rng.integers(0, max(1, n // 3), n)
+        A, b = A[src] * rng.choice([1.0, 2.0], (n, 1)), b[src]
+    elif kind == "flat":
+        A[rng.random(n) < 0.4] = 0.0
+    elif kind == "sparse":
+        A[rng.random((n, d)) < 0.7] = 0.0
+    drops = [rng.random(n) < 0.25 if rng.random() < 0.3 else None for _ in range(n)]
+    return lb, ub, A, b, drops
+
+
+@settings(max_examples=60, deadline=None)
+@given(case=_plane_sequences())
+def test_dense_lp_matches_clarabel_through_adds_and_drops(case):
+    """The compiled dual simplex, warm through adds and drops (as the level method drives
+    it), against cvxpy + Clarabel: same value; its point in the box attains it; its
+    multipliers are on the simplex and prove that value exactly (LP duality)."""
+    from nsopt.solvers._region import box_min
+
+    lb, ub, A_all, b_all, drops = case
+    lp = DenseBoxLP(lb, ub, capacity=2)
+    A, b = np.zeros((0, lb.size)), np.zeros(0)
+    for k in range(A_all.shape[0]):
+        lp.add(A_all[k], b_all[k])
+        A, b = np.vstack([A, A_all[k]]), np.append(b, b_all[k])
+        if drops[k] is not None and A.shape[0] > 1:
+            mask = drops[k][: A.shape[0]].copy()
+            mask[-1] = False                       # the level method keeps its newest plane
+            lp.drop(mask)
+            A, b = A[~mask], b[~mask]
+        assert lp.n == A.shape[0]
+        x, t, alpha = lp.solve()
+        assert np.all(x >= lb) and np.all(x <= ub)
+        scale = 1.0 + abs(t)
+        assert max(A @ x + b) == pytest.approx(t, abs=1e-9 * scale)
+        assert alpha.shape == b.shape and alpha.min() >= 0.0
+        assert alpha.sum() == pytest.approx(1.0, abs=1e-9)
+        bound = alpha @ b + box_min(A.T @ alpha, lb, ub)
+        assert bound == pytest.approx(t, abs=1e-9 * scale)
+    ref = _clarabel_box_lp(A, b, lb, ub)
+    assert t == pytest.approx(ref, abs=1e-7 * (1.0 + abs(ref)))
+
+
+def test_dense_lp_restarts_cold_when_a_basis_plane_with_weight_goes():
+    """Dropping a plane that carries the optimum's multiplier leaves no dual-feasible basis:
+    the next solve starts cold and still finds the optimum of what is left."""
+    lb, ub = -np.ones(2), np.ones(2)
+    lp = DenseBoxLP(lb, ub)
+    planes = [(np.array([1.0, 0.0]), 0.0), (np.array([-1.0, 0.0]), 0.0),
+              (np.array([0.0, 1.0]), 0.5), (np.array([0.0, -1.0]), 0.5)]
+    for a, beta in planes:
+        lp.add(a, beta)
+    x, t, alpha = lp.solve()
+    assert t == pytest.approx(0.5) and alpha[2:].sum() == pytest.approx(1.0)
+    lp.drop(np.array([False, False, True, False]))     # the plane x_2 + 0.5 had weight
+    assert not lp._warm                                # the basis it was in is given up
+    x, t, alpha = lp.solve()
+    # max(|x_1|, 0.5 - x_2) over the box: 0 at x_1 = 0, x_2 >= 0.5
+    assert t == pytest.approx(0.0, abs=1e-12)
+    assert max(abs(x[0]), 0.5 - x[1]) == pytest.approx(0.0, abs=1e-12)
+    assert alpha.sum() == pytest.approx(1.0) and lp._warm
+
+
+def test_dense_lp_refuses_an_infinite_box():
+    with pytest.raises(ValueError, match="finite box"):
+        DenseBoxLP(np.zeros(2), np.array([1.0, np.inf]))
+
+
 # ------------------------------------------------------------------------------- the runs
 def _benchmark_max_affine():
     """The benchmark's max of 500 affine pieces + 0.005/2 ||x||^2 in d = 50 (its box)."""
@@ -117,6 +210,9 @@ def test_level_bundle_solves_the_lp_only_every_other_iteration(monkeypatch):
         return real(self, *args)
 
     monkeypatch.setattr(BoxModelLP, "solve", counting)
+    real_dense = DenseBoxLP.solve
+    monkeypatch.setattr(DenseBoxLP, "solve",
+                        lambda self, *a: (calls.__setitem__(0, calls[0] + 1), real_dense(self, *a))[1])
     f, box = _benchmark_max_affine()
     res = nsopt.minimize(f, method="level-bundle", bounds=box, rtol=1e-6, max_iter=1000)
     assert res.success

@@ -136,8 +136,14 @@ def test_buggy_on_points(x):
 
 
 check_oracle(buggy, n=100)
-test_buggy_on_points()
-print("the buggy oracle passes on 100 random points and on hypothesis's plain points")
+print("the buggy oracle passes on 100 random points")
+# hypothesis mixes constants of the code it has imported into its draws (6.13x and later),
+# so one of its plain points may land on a kink by chance
+try:
+    test_buggy_on_points()
+    print("and on hypothesis's plain points")
+except AssertionError:
+    print("hypothesis's plain points hit a kink by chance this time")
 
 # %% [markdown]
 # ## Kink points for your function
