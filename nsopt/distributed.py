@@ -594,25 +594,36 @@ class _ShardActor:
         return state[0], state[1]
 
     def saddle_facts(self):
-        """``(shape of the dual block, radius_sq)`` of this shard's saddle form, or None."""
+        """``(shape of the dual block, radius_sq)`` of this shard's saddle form, or why it has
+        none (a string)."""
         form, _ = self._saddle()
+        name = type(self.loss).__name__
+        if form is None and int(getattr(self.loss, "n_intercepts", 0) or 0) > 0:
+            return (f"the shards hold a {name} loss with an intercept (fit_intercept=True): "
+                    "excessive-gap's dual set with free biases (y^T alpha = 0, or the class "
+                    "balance) couples the shards, which the sharded saddle form does not do; "
+                    "shard the problem without fit_intercept, or use 'bmrm' or "
+                    "'proximal-bundle'")
         if form is None:
-            return None
+            return f"the shards hold a {name} loss, which has no saddle form"
         return tuple(int(n) for n in np.shape(form.center)), float(form.radius_sq)
 
-    def _saddle_eval(self, drop, defs):
+    def _saddle_eval(self, drop, defs, keep):
         r"""Evaluate the driver's node definitions ``(key, op, *args)`` in order (children
-        first), keeping every result under its key; None if a block a node names is not here
-        (a rebuilt shard). The operations are numpy's, in the driver's order, so a block is
-        bitwise the one-machine vector's rows."""
+        first), keeping the results whose keys are in ``keep`` (the handles the driver still
+        holds; the others are temporaries of this call); the form and a lookup by key, or
+        None if a block a node names is not here (a rebuilt shard). The operations are
+        numpy's, in the driver's order, so a block is bitwise the one-machine vector's rows."""
         form, store = self._saddle(drop)
+        keep, temp = set(keep), {}
 
         def get(key):
             if key == "center":
                 return form.center
             if key == "offset":
                 return form.offset
-            return store[key]
+            x = temp.get(key)
+            return store[key] if x is None else x
 
         try:
             for key, op, *args in defs:
@@ -632,29 +643,29 @@ class _ShardActor:
                     x = form.matvec(args[0])
                 else:
                     raise ValueError(f"unknown operation {op!r} of dual block {key!r}")
-                store[key] = x
+                (store if key in keep else temp)[key] = x
+            return form, get
         except KeyError:
             return None
-        return form, store, get
 
-    def saddle_keep(self, drop, defs):
-        """Evaluate and keep ``defs`` (:meth:`_saddle_eval`); False if a block is gone."""
-        return self._saddle_eval(drop, defs) is not None
+    def saddle_keep(self, drop, defs, keep):
+        """Evaluate ``defs`` (:meth:`_saddle_eval`); False if a block is gone."""
+        return self._saddle_eval(drop, defs, keep) is not None
 
-    def saddle_rmatvec(self, drop, defs, key):
+    def saddle_rmatvec(self, drop, defs, keep, key):
         r""":math:`Z_k^T\alpha_k` of the block ``key`` (evaluated first); None if gone."""
-        out = self._saddle_eval(drop, defs)
-        return None if out is None else out[0].rmatvec(out[2](key))
+        out = self._saddle_eval(drop, defs, keep)
+        return None if out is None else out[0].rmatvec(out[1](key))
 
-    def saddle_vdot(self, drop, defs, a, b):
+    def saddle_vdot(self, drop, defs, keep, a, b):
         r""":math:`\langle\alpha_k, \beta_k\rangle` of the blocks ``a`` and ``b`` (serial sum,
         as the one-machine solver's); None if gone."""
         from .losses._kernels import dot
 
-        out = self._saddle_eval(drop, defs)
+        out = self._saddle_eval(drop, defs, keep)
         if out is None:
             return None
-        return float(dot(np.ravel(out[2](a)), np.ravel(out[2](b))))
+        return float(dot(np.ravel(out[1](a)), np.ravel(out[1](b))))
 
     def saddle_normal(self, w):
         r""":math:`Z_k^T Z_k w` (one product of the shard's part of :math:`Z^TZ`)."""
@@ -688,6 +699,10 @@ class _ShardActor:
         if not float(np.max(np.abs(proj - alpha), initial=0.0)) <= 1e-9 * scale:
             return ("bad", "is outside the shard's dual set Q_k")
         return ("ok", -form.rmatvec(proj), float(np.sum(form.offset * proj)))
+
+    def saddle_count(self):
+        """How many dual blocks this shard keeps (a diagnostic: the driver's drops work)."""
+        return len(self._saddle()[1])
 
     def saddle_get(self, key):
         """The kept block ``key`` itself (O(m_k) floats: for tests and small problems)."""
@@ -1910,8 +1925,11 @@ def from_dask(X, y, loss="Hinge", reg=None, lam: float = 1e-4, client=None, **lo
 # the saddle form of a sharded loss (excessive-gap on shards): nsopt.distributed_saddle
 # ----------------------------------------------------------------------------------------
 from .distributed_saddle import (ShardedSaddlePoint, ShardedVector,  # noqa: E402
-                                 _saddle_form_attribute)
+                                 _no_saddle_form_reason, _saddle_form_attribute)
 
+ShardedLoss.no_saddle_form_reason = property(
+    _no_saddle_form_reason,
+    doc="Why the shards' losses have no saddle form (a sentence), or None when they have.")
 ShardedLoss.saddle_form = property(
     _saddle_form_attribute,
     doc="The sharded saddle form's factory (``loss.saddle_form()``, "

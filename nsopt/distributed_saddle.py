@@ -156,16 +156,23 @@ class _DualSpace:
         return defs, pending
 
     def _call(self, method, vectors, *args):
-        """Run ``method(drop, defs, *args)`` on every shard; on success the pending nodes are
-        kept there (their handles forget how they were made and drop the blocks when collected)."""
+        """Run ``method(drop, defs, keep, *args)`` on every shard. The pending nodes forget
+        how they were made first; those still alive then (held by the solver, or by a node
+        still pending) are kept on the shards, the others are temporaries of this call, and
+        a kept block is dropped once its handle is collected."""
+        drop = self._take_dead()  # before the cut: blocks it frees are needed by this call
         defs, pending = self._defs(*vectors)
-        out = self.loss._map(method, self._take_dead(), defs, *args)
-        if any(o is None for o in out):
-            k = next(i for i, o in enumerate(out) if o is None)
+        for node in pending:
+            node.expr = None
+        refs = [weakref.ref(node) for node in pending]
+        pending = node = None
+        alive = [v for v in (r() for r in refs) if v is not None]
+        out = self.loss._map(method, drop, defs, [v.key for v in alive], *args)
+        if any(o is None or o is False for o in out):
+            k = next(i for i, o in enumerate(out) if o is None or o is False)
             raise ShardsLost(f"a dual block of the excessive-gap run is gone from shard {k} "
                              "(its worker was lost): the run stops with its best point")
-        for v in pending:
-            v.expr = None
+        for v in alive:
             weakref.finalize(v, self._dead.append, v.key)
         return out
 
@@ -197,7 +204,7 @@ class _DualSpace:
     def norm_sq(self) -> float:
         r"""A bound on :math:`\|Z\|_2^2 = \lambda_{\max}(\sum_k Z_k^TZ_k)`: for d <= 1000 the
         Gram matrix summed over the shards (d products on each) and its top eigenvalue,
-        inflated by 1e-10 relative; else Lanczos (``scipy.sparse.linalg.eigsh``) on the
+        inflated by 1e-12 relative (as the one-machine SVD); else Lanczos (``scipy.sparse.linalg.eigsh``) on the
         product :math:`w \mapsto \sum_k Z_k^TZ_k w` (one round trip a product), inflated by
         1e-6 relative."""
         d = int(self.loss.dim)
@@ -205,7 +212,7 @@ class _DualSpace:
             G = np.zeros((d, d))
             for g in self.loss._map("saddle_gram"):
                 G += g
-            return float(np.linalg.eigvalsh(0.5 * (G + G.T))[-1]) * (1 + 1e-10)
+            return float(np.linalg.eigvalsh(0.5 * (G + G.T))[-1]) * (1 + 1e-12)
         from scipy.sparse.linalg import LinearOperator, eigsh
 
         def normal(w):
@@ -227,17 +234,26 @@ class _DualSpace:
 
 
 def _facts(loss):
-    """Every shard's ``(block shape, radius_sq)`` or None (asked once per loss), or None when
-    the shards cannot say (lost)."""
+    """Every shard's ``(block shape, radius_sq)``, or a sentence saying why the shards have no
+    common saddle form (asked once per loss)."""
     facts = loss.__dict__.get("_saddle_facts")
     if facts is None:
         try:
             facts = loss._saddle_facts = tuple(loss._map("saddle_facts"))
-        except (Exception, ShardsLost):
-            return None
-    if not facts or any(f is None for f in facts) or len({f[0][1:] for f in facts}) != 1:
-        return None  # a shard without a form, or blocks of different widths
+        except (Exception, ShardsLost) as exc:
+            return f"the shards could not be asked for their saddle forms ({exc})"
+    why = next((f for f in facts if isinstance(f, str)), None)
+    if why is not None:
+        return why
+    if len({f[0][1:] for f in facts}) != 1:
+        return "the shards' dual blocks have different widths"
     return facts
+
+
+def _no_saddle_form_reason(loss: ShardedLoss) -> str | None:
+    """``ShardedLoss.no_saddle_form_reason``: why it has no saddle form, or None."""
+    facts = _facts(loss)
+    return facts if isinstance(facts, str) else None
 
 
 def sharded_saddle_form(loss: ShardedLoss) -> SaddleForm | None:
@@ -245,7 +261,7 @@ def sharded_saddle_form(loss: ShardedLoss) -> SaddleForm | None:
     has one. Its dual points are :class:`ShardedVector` handles; ``vdot``, ``evidence`` and
     ``norm_sq`` are given (:class:`~nsopt.saddle.SaddleForm`). Asks the shards once per loss."""
     facts = _facts(loss)
-    if facts is None:
+    if isinstance(facts, str):
         return None
     space = _DualSpace(loss, facts)
     return SaddleForm(matvec=space.matvec, rmatvec=space.rmatvec, offset=space.offset,
@@ -256,7 +272,9 @@ def sharded_saddle_form(loss: ShardedLoss) -> SaddleForm | None:
 def _saddle_form_attribute(loss: ShardedLoss):
     """``ShardedLoss.saddle_form``: the method when the shards' losses have saddle forms, else
     None (so that ``callable(loss.saddle_form)`` tells, as for an in-memory loss)."""
-    return None if _facts(loss) is None else functools.partial(sharded_saddle_form, loss)
+    if isinstance(_facts(loss), str):
+        return None
+    return functools.partial(sharded_saddle_form, loss)
 
 
 # ----------------------------------------------------------------------------------------

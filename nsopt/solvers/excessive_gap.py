@@ -239,7 +239,8 @@ class ExcessiveGap(Solver):
         if problem.fit_intercept:
             return _intercept_reason(cls.name, problem)
         if not _has_saddle_form(problem.loss):
-            return f"{what}; got loss {type(problem.loss).__name__}"
+            why = getattr(problem.loss, "no_saddle_form_reason", None)  # a sharded loss says
+            return f"{what}; got loss {type(problem.loss).__name__}" + (f": {why}" if why else "")
         if not problem.reg.self_conjugate:
             return f"{what}; got regularizer {type(problem.reg).__name__}"
         return None
