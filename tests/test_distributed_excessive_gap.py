@@ -246,13 +246,15 @@ def test_dual_vectors_stay_on_the_workers_and_are_dropped(client, a9a_like):
     with pytest.raises(TypeError):
         alpha + np.zeros(J.loss.m)
     del states, alpha
+    n_iter = 60
     for _ in range(2):
-        res = nsopt.minimize(Js, method=EG, rtol=0.0, max_iter=40)
+        res = nsopt.minimize(Js, method=EG, rtol=0.0, max_iter=n_iter)
     gc.collect()  # the run's generator frames are cycles: their blocks go with the collector
     nsopt.minimize(Js, method=EG, rtol=0.0, max_iter=1)  # drops what the runs let go
     counts = [s.actor.saddle_count().result() for s in Js.loss._shards]
-    # the last certificate and the handles of one run, not blocks per iteration (~17 made)
-    assert max(counts) <= 20, counts
+    # a run makes ~17 blocks an iteration (two shards x 2 runs x 60 x 17 without drops);
+    # what stays is the last certificate's and a run's live handles, fewer than the iterations
+    assert max(counts) < 40 < n_iter, counts
     assert res.certificate.check(Js) > 0
 
 
