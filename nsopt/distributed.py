@@ -1924,16 +1924,22 @@ def from_dask(X, y, loss="Hinge", reg=None, lam: float = 1e-4, client=None, **lo
 # ----------------------------------------------------------------------------------------
 # the saddle form of a sharded loss (excessive-gap on shards): nsopt.distributed_saddle
 # ----------------------------------------------------------------------------------------
-from .distributed_saddle import (ShardedSaddlePoint, ShardedVector,  # noqa: E402
-                                 _no_saddle_form_reason, _saddle_form_attribute)
+def _saddle_form_of(loss):
+    from .distributed_saddle import _saddle_form_attribute  # it imports this module
+    return _saddle_form_attribute(loss)
+
+
+def _no_saddle_form_reason_of(loss):
+    from .distributed_saddle import _no_saddle_form_reason
+    return _no_saddle_form_reason(loss)
+
 
 ShardedLoss.no_saddle_form_reason = property(
-    _no_saddle_form_reason,
+    _no_saddle_form_reason_of,
     doc="Why the shards' losses have no saddle form (a sentence), or None when they have.")
 ShardedLoss.saddle_form = property(
-    _saddle_form_attribute,
+    _saddle_form_of,
     doc="The sharded saddle form's factory (``loss.saddle_form()``, "
         ":func:`nsopt.distributed_saddle.sharded_saddle_form`: dual blocks kept on the "
         "shards) when every shard's loss has a saddle form (hinge, multiclass hinges), "
         "else None.")
-__all__ += ["ShardedSaddlePoint", "ShardedVector"]
