@@ -47,9 +47,6 @@ from .saddle import SaddleForm
 
 __all__ = ["ShardedVector", "ShardedSaddlePoint", "sharded_saddle_form"]
 
-_FIXED = ("center", "offset")  # blocks every shard's form has: never dropped
-
-
 class ShardedVector:
     r"""A dual point of a sharded saddle form: one block per shard, kept on its worker.
 

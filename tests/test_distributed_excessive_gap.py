@@ -241,6 +241,10 @@ def test_dual_vectors_stay_on_the_workers_and_are_dropped(client, a9a_like):
     states = list(ExcessiveGap(rtol=0.0, max_iter=3).iterate(Js))
     alpha = states[-1].alpha
     assert isinstance(alpha, ShardedVector) and alpha.shape == (J.loss.m,)
+    # the blocks are the one-machine dual iterate and residual (sums over shards round apart)
+    mem = list(ExcessiveGap(rtol=0.0, max_iter=3).iterate(J))[-1]
+    assert _rel(alpha.gather(), mem.alpha) <= 1e-12
+    assert _rel(states[-1].residual.gather(), mem.residual) <= 1e-12
     with pytest.raises(TypeError, match="gather"):
         np.asarray(alpha)
     with pytest.raises(TypeError):

@@ -20,7 +20,9 @@ simplex per example), the hinge with an unregularized bias (box plus :math:`y^T\
 for ``RegularizedRisk(Hinge(X, y), L2(), lam, fit_intercept=True)``), the Crammer-Singer hinge
 with one bias per class (simplices cut by the class-balance equalities, a transportation
 polytope, :func:`project_class_balance`), and any
-loss with a ``saddle_form()`` method returning a :class:`SaddleForm`. The losses own their
+loss with a ``saddle_form()`` method returning a :class:`SaddleForm`, among them a sharded
+loss on Dask whose shards have forms (:mod:`nsopt.distributed_saddle`: the dual vector stays
+on the workers, the form's ``vdot``, ``evidence`` and ``norm_sq`` stand in for numpy). The losses own their
 forms (:mod:`nsopt.saddle`); :math:`\|Z\|_2` comes from :func:`nsopt._linalg.spectral_norm_sq`.
 """
 from __future__ import annotations
