@@ -289,3 +289,26 @@ def test_methods_supporting_agrees_with_minimize_on_shards(client, a9a_like):
         assert listed[name] == accepted, name
     assert listed == {"hinge": True, "multiclass": True, "logistic": False,
                       "intercept": False, "l1": False}
+
+
+def test_a_lost_dual_block_interrupts_the_run_never_a_wrong_certificate(client, a9a_like):
+    """A block gone from the shards (as after a worker's loss: the rebuilt shard has the data,
+    not the dual iterate) stops the run with status ``interrupted`` and its best point; the
+    certificate then checks to a valid bound, or fails naming the shard."""
+    J = _risk(a9a_like)
+    Js = nd.shard(J, n_shards=2, client=client)
+
+    def lose_alpha(state):
+        if state.iteration == 3:  # the shards drop alpha_3 with the next call
+            Js.loss._saddle_dead.append(state.alpha.key)
+
+    res = nsopt.minimize(Js, method=EG, rtol=0.0, max_iter=20, callback=lose_alpha)
+    assert res.status == nsopt.Status.INTERRUPTED and not res.success
+    assert res.nit == 3
+    assert res.fun == pytest.approx(J.value(res.x), rel=1e-12)
+    try:
+        bound = res.certificate.check(Js)
+    except CertificateError as exc:
+        assert "shard 0" in str(exc) and "gone" in str(exc)
+    else:
+        assert bound <= res.fun
