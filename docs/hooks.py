@@ -42,6 +42,7 @@ REFERENCE_MODULES = [
     "nsopt.testing",
     "nsopt.cvx",
     "nsopt.distributed",
+    "nsopt.distributed_saddle",
     "nsopt.sklearn",
 ]
 

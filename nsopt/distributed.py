@@ -646,6 +646,139 @@ class _ShardActor:
         self._duals[token] = np.array(t, dtype=np.float64)
         return True
 
+    # --- the sharded saddle form (nsopt.distributed_saddle): dual blocks kept by key -------
+    def _saddle(self, drop=()):
+        """This shard's saddle form (None: its loss has none) and its store of dual blocks,
+        made on first use; the blocks named in ``drop`` (let go by the driver) are removed."""
+        state = self.__dict__.get("_saddle_state")
+        if state is None or state[2] is not self.loss:
+            own = getattr(self.loss, "saddle_form", None)
+            state = self._saddle_state = (own() if callable(own) else None, {}, self.loss)
+        for key in drop:
+            state[1].pop(key, None)
+        return state[0], state[1]
+
+    def saddle_facts(self):
+        """``(shape of the dual block, radius_sq)`` of this shard's saddle form, or why it has
+        none (a string)."""
+        form, _ = self._saddle()
+        name = type(self.loss).__name__
+        if form is None and int(getattr(self.loss, "n_intercepts", 0) or 0) > 0:
+            return (f"the shards hold a {name} loss with an intercept (fit_intercept=True): "
+                    "excessive-gap's dual set with free biases (y^T alpha = 0, or the class "
+                    "balance) couples the shards, which the sharded saddle form does not do; "
+                    "shard the problem without fit_intercept, or use 'bmrm' or "
+                    "'proximal-bundle'")
+        if form is None:
+            return f"the shards hold a {name} loss, which has no saddle form"
+        return tuple(int(n) for n in np.shape(form.center)), float(form.radius_sq)
+
+    def _saddle_eval(self, drop, defs, keep):
+        r"""Evaluate the driver's node definitions ``(key, op, *args)`` in order (children
+        first), keeping the results whose keys are in ``keep`` (the handles the driver still
+        holds; the others are temporaries of this call); the form and a lookup by key, or
+        None if a block a node names is not here (a rebuilt shard). The operations are
+        numpy's, in the driver's order, so a block is bitwise the one-machine vector's rows."""
+        form, store = self._saddle(drop)
+        keep, temp = set(keep), {}
+
+        def get(key):
+            if key == "center":
+                return form.center
+            if key == "offset":
+                return form.offset
+            x = temp.get(key)
+            return store[key] if x is None else x
+
+        try:
+            for key, op, *args in defs:
+                if key in store:
+                    continue
+                if op == "add":
+                    x = get(args[0]) + get(args[1])
+                elif op == "sub":
+                    x = get(args[0]) - get(args[1])
+                elif op == "mul":
+                    x = args[0] * get(args[1])
+                elif op == "div":
+                    x = get(args[0]) / args[1]
+                elif op == "proj":
+                    x = form.project(get(args[0]))
+                elif op == "matvec":
+                    x = form.matvec(args[0])
+                else:
+                    raise ValueError(f"unknown operation {op!r} of dual block {key!r}")
+                (store if key in keep else temp)[key] = x
+            return form, get
+        except KeyError:
+            return None
+
+    def saddle_keep(self, drop, defs, keep):
+        """Evaluate ``defs`` (:meth:`_saddle_eval`); False if a block is gone."""
+        return self._saddle_eval(drop, defs, keep) is not None
+
+    def saddle_rmatvec(self, drop, defs, keep, key):
+        r""":math:`Z_k^T\alpha_k` of the block ``key`` (evaluated first); None if gone."""
+        out = self._saddle_eval(drop, defs, keep)
+        return None if out is None else out[0].rmatvec(out[1](key))
+
+    def saddle_vdot(self, drop, defs, keep, a, b):
+        r""":math:`\langle\alpha_k, \beta_k\rangle` of the blocks ``a`` and ``b`` (serial sum,
+        as the one-machine solver's); None if gone."""
+        from .losses._kernels import dot
+
+        out = self._saddle_eval(drop, defs, keep)
+        if out is None:
+            return None
+        return float(dot(np.ravel(out[1](a)), np.ravel(out[1](b))))
+
+    def saddle_normal(self, w):
+        r""":math:`Z_k^T Z_k w` (one product of the shard's part of :math:`Z^TZ`)."""
+        form, _ = self._saddle()
+        return form.rmatvec(form.matvec(np.asarray(w, dtype=np.float64)))
+
+    def saddle_gram(self):
+        r""":math:`Z_k^T Z_k` (d x d, d products: for small d)."""
+        form, _ = self._saddle()
+        d = int(self.loss.dim)
+        return np.column_stack([form.rmatvec(form.matvec(e)) for e in np.eye(d)])
+
+    def saddle_check(self, key):
+        r"""Verify the kept block ``key`` as a point of this shard's :math:`Q_k` (shape,
+        finite, its projection equal to it within 1e-9 as
+        :class:`~nsopt.certificate.SaddlePoint`): ``("ok", -Z_k^T\alpha_k, \langle b_k,
+        \alpha_k\rangle)`` rebuilt from the data, ``("bad", why)``, or None if gone."""
+        form, store = self._saddle()
+        if form is None:
+            return ("bad", f"belongs to no saddle form ({type(self.loss).__name__} has none)")
+        alpha = store.get(key)
+        if alpha is None:
+            return None
+        alpha = np.asarray(alpha, dtype=np.float64)
+        if alpha.shape != np.shape(form.center):
+            return ("bad", f"has shape {alpha.shape}, expected {np.shape(form.center)}")
+        if not np.all(np.isfinite(alpha)):
+            return ("bad", "has non-finite entries (NaN or inf)")
+        proj = form.project(alpha)
+        scale = max(1.0, float(np.max(np.abs(alpha), initial=0.0)))
+        if not float(np.max(np.abs(proj - alpha), initial=0.0)) <= 1e-9 * scale:
+            return ("bad", "is outside the shard's dual set Q_k")
+        return ("ok", -form.rmatvec(proj), float(np.sum(form.offset * proj)))
+
+    def saddle_count(self):
+        """How many dual blocks this shard keeps (a diagnostic: the driver's drops work)."""
+        return len(self._saddle()[1])
+
+    def saddle_get(self, key):
+        """The kept block ``key`` itself (O(m_k) floats: for tests and small problems)."""
+        return self._saddle()[1].get(key)
+
+    def saddle_put(self, key, alpha):
+        """Keep ``alpha`` as the block ``key`` (evidence is untrusted: ``saddle_check``
+        verifies whatever is kept)."""
+        self._saddle()[1][key] = np.array(alpha, dtype=np.float64)
+        return True
+
 
 
 # ----------------------------------------------------------------------------------------
@@ -1897,3 +2030,27 @@ def from_dask(X, y, loss="Hinge", reg=None, lam: float = 1e-4, client=None, **lo
     builders = [functools.partial(_block_loss, xb, yb, label, cls, dict(loss_options), k)
                 for k, (xb, yb) in enumerate(zip(xs, ys))]
     return from_builders(builders, reg=reg, lam=lam, client=client)
+
+
+# ----------------------------------------------------------------------------------------
+# the saddle form of a sharded loss (excessive-gap on shards): nsopt.distributed_saddle
+# ----------------------------------------------------------------------------------------
+def _saddle_form_of(loss):
+    from .distributed_saddle import _saddle_form_attribute  # it imports this module
+    return _saddle_form_attribute(loss)
+
+
+def _no_saddle_form_reason_of(loss):
+    from .distributed_saddle import _no_saddle_form_reason
+    return _no_saddle_form_reason(loss)
+
+
+ShardedLoss.no_saddle_form_reason = property(
+    _no_saddle_form_reason_of,
+    doc="Why the shards' losses have no saddle form (a sentence), or None when they have.")
+ShardedLoss.saddle_form = property(
+    _saddle_form_of,
+    doc="The sharded saddle form's factory (``loss.saddle_form()``, "
+        ":func:`nsopt.distributed_saddle.sharded_saddle_form`: dual blocks kept on the "
+        "shards) when every shard's loss has a saddle form (hinge, multiclass hinges), "
+        "else None.")

@@ -34,6 +34,13 @@ class SaddleForm(NamedTuple):
     :math:`\alpha_c \in Q` and ``radius_sq`` a bound :math:`D_2 \ge \max_Q \tfrac12\|\alpha -
     \alpha_c\|^2`. Every :math:`\alpha\in Q` gives the loss plane
     :math:`R(v) \ge \langle -Z^T\alpha, v\rangle + \langle b, \alpha\rangle`.
+
+    Dual points need not be numpy arrays (:mod:`nsopt.distributed_saddle`: handles to blocks
+    kept on Dask workers, with ``+``, ``-``, scalar ``*`` and ``/``); such a form gives the
+    three optional helpers, None for arrays: ``vdot(alpha, beta)`` the inner product of two
+    dual points, ``evidence(alpha, plane)`` the checkable evidence (:mod:`nsopt.certificate`)
+    of :math:`\alpha\in Q` with the solver's ``plane`` :math:`(-Z^T\alpha, \langle b,
+    \alpha\rangle)`, and ``norm_sq()`` a bound on :math:`\|Z\|_2^2`.
     """
 
     matvec: Callable[[np.ndarray], np.ndarray]
@@ -42,6 +49,9 @@ class SaddleForm(NamedTuple):
     project: Callable[[np.ndarray], np.ndarray]
     center: np.ndarray
     radius_sq: float
+    vdot: Callable | None = None
+    evidence: Callable | None = None
+    norm_sq: Callable | None = None
 
 
 def saddle_form(loss) -> SaddleForm | None:

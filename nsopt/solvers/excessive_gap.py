@@ -20,7 +20,9 @@ simplex per example), the hinge with an unregularized bias (box plus :math:`y^T\
 for ``RegularizedRisk(Hinge(X, y), L2(), lam, fit_intercept=True)``), the Crammer-Singer hinge
 with one bias per class (simplices cut by the class-balance equalities, a transportation
 polytope, :func:`project_class_balance`), and any
-loss with a ``saddle_form()`` method returning a :class:`SaddleForm`. The losses own their
+loss with a ``saddle_form()`` method returning a :class:`SaddleForm`, among them a sharded
+loss on Dask whose shards have forms (:mod:`nsopt.distributed_saddle`: the dual vector stays
+on the workers, the form's ``vdot``, ``evidence`` and ``norm_sq`` stand in for numpy). The losses own their
 forms (:mod:`nsopt.saddle`); :math:`\|Z\|_2` comes from :func:`nsopt._linalg.spectral_norm_sq`.
 """
 from __future__ import annotations
@@ -60,6 +62,12 @@ def _dot(a, b) -> float:
 
 def _sq(x) -> float:
     return _dot(x, x)
+
+
+def _vdot(form, a, b) -> float:
+    """The inner product of two dual points: the form's own where its points are not arrays
+    (:mod:`nsopt.distributed_saddle`: blocks kept on the workers), else :func:`_dot`."""
+    return _dot(a, b) if form.vdot is None else float(form.vdot(a, b))
 
 
 @register
@@ -233,7 +241,8 @@ class ExcessiveGap(Solver):
         if problem.fit_intercept:
             return _intercept_reason(cls.name, problem)
         if not _has_saddle_form(problem.loss):
-            return f"{what}; got loss {type(problem.loss).__name__}"
+            why = getattr(problem.loss, "no_saddle_form_reason", None)  # a sharded loss says
+            return f"{what}; got loss {type(problem.loss).__name__}" + (f": {why}" if why else "")
         if not problem.reg.self_conjugate:
             return f"{what}; got regularizer {type(problem.reg).__name__}"
         return None
@@ -241,7 +250,7 @@ class ExcessiveGap(Solver):
     # ------------------------------------------------------------------------------------
     def _dual_value(self, problem, form, v, zt_v, bias=None):
         # D(v) = b_bar - lam Omega*(-a_bar / lam) with Omega* = 0.5 ||.||^2 (L2 only)
-        b_bar = _dot(form.offset, v)
+        b_bar = _vdot(form, form.offset, v)
         if isinstance(bias, _ClassBalance):
             # the plane of the loss with intercepts, (-Z_w^T v, -Z_b^T v = v^T 1 - C): the
             # equalities' rounding residual is paid for by B ||v^T 1 - C||_1
@@ -266,11 +275,14 @@ class ExcessiveGap(Solver):
         return np.append(w, b)   # problem.join(w, b): the intercept is the last coordinate
 
     @staticmethod
-    def _evidence(problem, v, a_bar, b_bar):
-        """The proof of D(v): for a margin loss (hinge: ``alpha_i = c_i t_i``) the dual point
-        ``t = alpha / c``, else the saddle point ``alpha`` itself (both checked from the data)."""
+    def _evidence(problem, form, v, a_bar, b_bar):
+        """The proof of D(v): the form's own evidence when it makes one (dual points kept on
+        Dask workers), for a margin loss (hinge: ``alpha_i = c_i t_i``) the dual point
+        ``t = alpha / c``, else the saddle point ``alpha`` itself (all checked from the data)."""
         from ..certificate import DualPoint, SaddlePoint
 
+        if form.evidence is not None:
+            return form.evidence(v, (a_bar, b_bar))
         loss = problem.loss
         upper = getattr(loss, "dual_upper", None)
         if upper is not None and np.shape(v) == (loss.m,):
@@ -288,7 +300,8 @@ class ExcessiveGap(Solver):
         else:
             v = form.project(beta + grad / L)
         zt_v = form.rmatvec(v)
-        dv, dz = _sq(v - beta), _sq(zt_v - zt_beta)
+        diff = v - beta
+        dv, dz = _vdot(form, diff, diff), _sq(zt_v - zt_beta)
         # Z^T v - Z^T beta is a difference of separately rounded products: below this it is noise
         noise = (1e-13 * (math.sqrt(_sq(zt_v)) + math.sqrt(_sq(zt_beta)))) ** 2
         curvature = dz / (lam * dv) if dv > 0 and dz > noise else 0.0
@@ -313,10 +326,11 @@ class ExcessiveGap(Solver):
         if self.lipschitz is not None:
             L = self.lipschitz
         elif fixed:
-            L = spectral_norm_sq(form.matvec, form.rmatvec, np.shape(form.center),
-                                 problem.dim) / lam
+            L = (form.norm_sq() if form.norm_sq is not None else
+                 spectral_norm_sq(form.matvec, form.rmatvec, np.shape(form.center),
+                                  problem.dim)) / lam
         else:  # a first trial: the curvature along the gradient (a lower estimate)
-            gg = _sq(grad)
+            gg = _vdot(form, grad, grad)
             L = _sq(form.rmatvec(grad)) / (lam * gg) if gg > 0 else 0.0
             L = L if L > 0 else 1.0
         nb = 0
@@ -334,7 +348,7 @@ class ExcessiveGap(Solver):
             a_mu, _ = bias.smoothed(form, grad, mu)
         return self.State(                                   # l. 1: w_0 = w(alpha_{-1})
             w=zt_c / lam, alpha=v, lower_bound=lower, a_bar=a_bar, b_bar=b_bar,
-            evidence=self._evidence(problem, v, a_bar, b_bar),
+            evidence=self._evidence(problem, form, v, a_bar, b_bar),
             residual=grad, mu=mu, tau=math.nan, lipschitz=L,
             curvature=curv, iteration=0, n_backtracks=nb, form=form, bias=bias, a_mu=a_mu,
         )
@@ -376,7 +390,7 @@ class ExcessiveGap(Solver):
         lower, a_bar, b_bar = self._dual_value(problem, form, v, zt_v, s.bias)
         return self.State(
             w=w, alpha=v, lower_bound=lower, a_bar=a_bar, b_bar=b_bar, residual=residual,
-            evidence=self._evidence(problem, v, a_bar, b_bar),
+            evidence=self._evidence(problem, form, v, a_bar, b_bar),
             mu=mu, tau=tau, lipschitz=L, curvature=curv,
             iteration=s.iteration + 1, n_backtracks=s.n_backtracks + nb, form=form,
             bias=s.bias, a_mu=a_next,
