@@ -9,7 +9,6 @@ and rejects when tampered with, and ``methods_supporting`` lists the method exac
 """
 import dataclasses
 import gc
-import hashlib
 import pickle
 
 import numpy as np
@@ -58,36 +57,6 @@ def _same_run(res, ref, tol=1e-10):
 # ----------------------------------------------------------------------------------------
 # in memory: bitwise unchanged
 # ----------------------------------------------------------------------------------------
-def _digest(res):
-    h = hashlib.blake2b(digest_size=16)
-    for a in (res.x, res.history["fun"], res.history["lower_bound"], res.history["mu"],
-              res.history["lipschitz"]):
-        h.update(np.ascontiguousarray(a, dtype=np.float64).tobytes())
-    return h.hexdigest()
-
-
-def test_in_memory_iterates_are_bitwise_those_before_the_sharded_form():
-    """Digests of the runs made by the solver before the sharded saddle form (main at
-    3ffb588, this machine's numpy/scipy/numba): the routing through the form's optional
-    helpers (None in memory) changes no bit."""
-    X, y = nsopt.datasets.make_sparse_binary(400, 30, random_state=3)
-    J = _risk((X, y))
-    runs = {
-        "adaptive": nsopt.minimize(J, method=EG, rtol=0.0, max_iter=40),
-        "fixed": nsopt.minimize(J, method=EG, rtol=0.0, max_iter=40, adaptive_lipschitz=False),
-        "multiclass": nsopt.minimize(
-            _risk(nsopt.datasets.make_multiclass(200, 12, 3, random_state=0),
-                  nsopt.losses.MulticlassHinge, 1e-2), method=EG, rtol=0.0, max_iter=40),
-        "intercept": nsopt.minimize(_risk((X, y), fit_intercept=True), method=EG, rtol=0.0,
-                                    max_iter=40),
-    }
-    got = {k: _digest(r) for k, r in runs.items()}
-    assert got == {"adaptive": "63881ef5687bbd4e6e7688db7ce505ea",
-                   "fixed": "431600a0e227a7139309d8f7ab5eb1de",
-                   "multiclass": "86bbee556da280cfa94d3489e9584c41",
-                   "intercept": "0893a2d9de99b4417f670ddabcc14329"}
-
-
 def test_in_memory_forms_have_no_sharded_helpers(a9a_like):
     form = nsopt.saddle.saddle_form(_risk(a9a_like).loss)
     assert form.vdot is None and form.evidence is None and form.norm_sq is None
