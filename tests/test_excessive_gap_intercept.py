@@ -373,3 +373,26 @@ def test_refuses_l1_with_multiclass_intercept():
     with pytest.raises(ProblemNotSupported, match="fit_intercept=True needs the L2"):
         nsopt.minimize(J, method="excessive-gap")
     assert "excessive-gap" in nsopt.solvers.methods_supporting(problem(X, y, 0.1))
+
+
+@pytest.mark.parametrize("kind", ["binary", "multiclass"])
+def test_fixed_schedule_with_intercepts(kind):
+    """adaptive_lipschitz=False with intercepts: L = ||Z||^2 / lam with Z acting on w only
+    (it passed the problem's dimension, d + biases, and crashed); the bracket holds."""
+    if kind == "binary":
+        X, y = nsopt.datasets.make_sparse_binary(80, 6, random_state=0)
+        X = X.toarray()
+        J = nsopt.RegularizedRisk(L.Hinge(X, y), R.L2(), 0.05, fit_intercept=True)
+        opt = nsopt.minimize(J, method="proximal-bundle", rtol=1e-10)
+        lo, hi = opt.lower_bound, opt.fun
+    else:
+        X, y = multiclass(50, 3, 3, 7)
+        J = problem(X, y, 0.05)
+        lo = hi = cvx_optimum(X, y, 3, 0.05)
+    res = nsopt.minimize(J, method="excessive-gap", adaptive_lipschitz=False, rtol=1e-5,
+                         max_iter=50000)
+    assert res.success, (res.status, res.message)
+    tol = 1e-7 * max(1.0, abs(hi))
+    assert res.lower_bound <= hi + tol and lo <= res.fun + tol
+    assert res.gap <= 1e-5 * abs(res.fun) * (1 + 1e-9)
+    assert res.info["lipschitz"] > 0

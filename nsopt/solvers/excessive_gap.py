@@ -328,7 +328,7 @@ class ExcessiveGap(Solver):
         elif fixed:
             L = (form.norm_sq() if form.norm_sq is not None else
                  spectral_norm_sq(form.matvec, form.rmatvec, np.shape(form.center),
-                                  problem.dim)) / lam
+                                  np.size(zt_c))) / lam   # Z acts on w (no intercept in it)
         else:  # a first trial: the curvature along the gradient (a lower estimate)
             gg = _vdot(form, grad, grad)
             L = _sq(form.rmatvec(grad)) / (lam * gg) if gg > 0 else 0.0
