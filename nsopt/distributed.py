@@ -297,7 +297,8 @@ def _continued_sum(loss, z, prefix: float, kernel: str) -> float:
 class _ShardActor:
     """A shard on its worker (a Dask actor: with a client made with
     ``direct_to_workers=True``, as :func:`local_client` makes it, calls go straight to the
-    worker; otherwise the scheduler relays them). Holds the shard's loss and its open lines; answers with O(d) or O(1) numbers."""
+    worker; otherwise the scheduler relays them). Holds the shard's loss and its open lines;
+    answers with O(d) or O(1) numbers."""
 
     def __init__(self, index, source, loss=None, file=None, make=None):
         # never raises: an actor whose construction fails was seen to leave its worker's
