@@ -61,12 +61,38 @@ def _time(fn, reps):
     return 1e3 * statistics.median(out)
 
 
+#: "nsopt": nd.local_client (direct actor calls, Dask's periodic work quieted); "default": a
+#: plain Client(LocalCluster) (actor calls relayed by the scheduler, Dask's default config)
+CLIENT = "nsopt"
+
+
 def _client(n_workers):
     import distributed
 
+    if CLIENT == "nsopt":
+        return nd.local_client(n_workers)
     cluster = distributed.LocalCluster(n_workers=n_workers, processes=True, threads_per_worker=1,
                                        dashboard_address=None)
     return distributed.Client(cluster)
+
+
+def _per_call(J, w, reps):
+    """Per oracle call (medians of ``reps``): the call's wall time, each shard's kernel time
+    on its worker (``_ShardActor.timed``: wall, no round trip), and the driver's and every
+    worker's CPU (process time, all threads) per call."""
+    loss = J.loss
+    walls = []
+    cpu0, wcpu0 = time.process_time(), loss._map("cpu")
+    for _ in range(reps):
+        t = time.perf_counter()
+        J.value_and_subgradient(w)
+        walls.append(time.perf_counter() - t)
+    driver = (time.process_time() - cpu0) / reps
+    workers = [(b - a) / reps for a, b in zip(wcpu0, loss._map("cpu"))]
+    kernels = [loss._map("timed", "value_and_subgradient", w) for _ in range(reps)]
+    shard = [statistics.median(k[i][0] for k in kernels) for i in range(loss.n_shards)]
+    return 1e3 * statistics.median(walls), [1e3 * x for x in shard], 1e3 * driver, \
+        [1e3 * x for x in workers]
 
 
 def oracle_table(name, make_problem, in_memory, reps):
@@ -79,48 +105,83 @@ def oracle_table(name, make_problem, in_memory, reps):
             J = make_problem(client, n)
             w = np.full(J.dim, 0.01)
             ping = _time(lambda: J.loss._map("ping"), reps)
-            call = _time(lambda: J.value_and_subgradient(w), reps)
-            rows.append((n, J.loss.n_shards, ping, call))
+            J.value_and_subgradient(w)  # warm
+            call, shard, driver, workers = _per_call(J, w, reps)
+            rows.append((n, J.loss.n_shards, ping, call, shard, driver, workers))
         finally:
             client.close()
             client.cluster.close()
-    print(f"\n{name}: oracle call (median of {reps}), ms")
+    print(f"\n{name}: oracle call (median of {reps}), ms; client {CLIENT}")
     if base is not None:
         print(f"  in memory                       {base:8.2f}")
-    for n, k, ping, call in rows:
+    for n, k, ping, call, shard, driver, workers in rows:
         extra = f"  overhead {call - base:6.2f}" if base is not None else ""
         print(f"  {n} worker(s), {k} shard(s): ping {ping:6.2f}  call {call:8.2f}{extra}")
+        print(f"      shard kernels on the workers {' '.join(f'{x:.2f}' for x in shard)}; "
+              f"CPU per call: driver {driver:.2f}, worker processes "
+              f"{' '.join(f'{x:.2f}' for x in workers)}")
+    if len(rows) == 2:
+        print(f"  oracle call speed-up 2 vs 1 worker: {rows[0][3] / rows[1][3]:.2f}x")
     return base, rows
 
 
-def iteration_table(name, make_problem, iters, certify):
-    print(f"\n{name}: time per iteration ({iters} iterations, rtol=0), s")
-    per = {}
-    for n in (1, 2):
-        client = _client(n)
-        try:
-            J = make_problem(client, n)
-            for method in ("bmrm", "proximal-bundle"):
-                nsopt.minimize(J, method=method, rtol=0.0, max_iter=2)  # warm
-                t = time.perf_counter()
-                res = nsopt.minimize(J, method=method, rtol=0.0, max_iter=iters)
-                per[(method, n)] = (time.perf_counter() - t) / max(res.nit, 1)
-                print(f"  {method:16s} {n} worker(s): {per[(method, n)]:8.4f} s/iter")
-            if certify and n == 2:
-                for method in ("bmrm", "proximal-bundle"):
+def iteration_table(name, make_problem, iters, certify, repeats=1):
+    """bmrm and proximal-bundle, seconds per iteration with 1 and 2 workers: ``repeats``
+    rounds, each with a fresh 1-worker then 2-worker cluster (the ratio of the medians is of
+    runs made under the same load, not far apart); and without the end-of-run certificate's
+    dual points (``dual_form``: one pass ``X_k w`` per query point it weighs, once per run)."""
+    print(f"\n{name}: time per iteration ({iters} iterations, rtol=0), s; client {CLIENT}")
+    per, loop = {}, {}
+    for rep in range(repeats):
+        for n in (1, 2):
+            client = _client(n)
+            try:
+                J = make_problem(client, n)
+                loss = J.loss
+                certifying = [0.0]
+                plain_map = loss._map
+
+                def timed_map(method, *args, _plain=plain_map, _cert=certifying, **kw):
                     t = time.perf_counter()
-                    res = nsopt.minimize(J, method=method, rtol=1e-3, max_time=600)
+                    try:
+                        return _plain(method, *args, **kw)
+                    finally:
+                        if method == "dual_form":
+                            _cert[0] += time.perf_counter() - t
+
+                loss._map = timed_map
+                for method in ("bmrm", "proximal-bundle"):
+                    nsopt.minimize(J, method=method, rtol=0.0, max_iter=2)  # warm
+                    certifying[0] = 0.0
+                    t = time.perf_counter()
+                    res = nsopt.minimize(J, method=method, rtol=0.0, max_iter=iters)
                     seconds = time.perf_counter() - t
-                    res.certificate.check(J)
-                    print(f"  {method:16s} 2 workers to rtol 1e-3: {res.status.name}, "
-                          f"{res.nit} it, {seconds:.1f} s, gap/fun {res.gap / res.fun:.2e} "
-                          f"(certificate checked)")
-        finally:
-            client.close()
-            client.cluster.close()
+                    nit = max(res.nit, 1)
+                    per.setdefault((method, n), []).append(seconds / nit)
+                    loop.setdefault((method, n), []).append((seconds - certifying[0]) / nit)
+                    print(f"  {method:16s} {n} worker(s): {seconds / nit:8.4f} s/iter, "
+                          f"{(seconds - certifying[0]) / nit:8.4f} without the certificate's "
+                          f"dual points ({certifying[0]:.3f} s once per run); "
+                          f"load {os.getloadavg()[0]:.1f}", flush=True)
+                del loss._map
+                if certify and n == 2 and rep == repeats - 1:
+                    for method in ("bmrm", "proximal-bundle"):
+                        t = time.perf_counter()
+                        res = nsopt.minimize(J, method=method, rtol=1e-3, max_time=600)
+                        seconds = time.perf_counter() - t
+                        res.certificate.check(J)
+                        print(f"  {method:16s} 2 workers to rtol 1e-3: {res.status.name}, "
+                              f"{res.nit} it, {seconds:.1f} s, gap/fun {res.gap / res.fun:.2e} "
+                              f"(certificate checked)")
+            finally:
+                client.close()
+                client.cluster.close()
     for method in ("bmrm", "proximal-bundle"):
-        print(f"  {method:16s} speed-up 2 vs 1 worker: "
-              f"{per[(method, 1)] / per[(method, 2)]:.2f}x")
+        for label, table in (("", per), (" without the certificate", loop)):
+            ratios = [a / b for a, b in zip(table[(method, 1)], table[(method, 2)])]
+            one, two = (statistics.median(table[(method, n)]) for n in (1, 2))
+            print(f"  {method:16s} speed-up 2 vs 1 worker{label}: {one / two:.2f}x "
+                  f"(medians of {repeats}; per round {' '.join(f'{r:.2f}' for r in ratios)})")
 
 
 def traffic_table(name, make_problem, iters, n_shards=(2, 4)):
@@ -285,6 +346,11 @@ def main(argv=None):
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--reps", type=int, default=30)
     ap.add_argument("--skip-a9a", action="store_true")
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="rounds of the iteration table (1 then 2 workers each)")
+    ap.add_argument("--client", choices=("nsopt", "default"), default="nsopt",
+                    help="nsopt: nd.local_client (direct actor calls, Dask's periodic work "
+                         "quieted); default: Client(LocalCluster()) as Dask makes it")
     ap.add_argument("--only-traffic", action="store_true",
                     help="only ls-bmrm's traffic and the certificate's cost (and the a9a "
                          "oracle table)")
@@ -297,6 +363,8 @@ def main(argv=None):
     ap.add_argument("--certify", action="store_true",
                     help="also run the synthetic problem to a certified 1e-3 (2 workers)")
     args = ap.parse_args(argv)
+    global CLIENT
+    CLIENT = args.client
 
     if not args.skip_a9a and nsopt.io.find_data_dir() is not None:
         X, y = nsopt.io.load_dataset("a9a")[:2]
@@ -312,7 +380,8 @@ def main(argv=None):
         traffic_table("a9a", lambda c, n: nd.shard(J, n, client=c), args.iters)
         curvature_table(X.tocsr(), y, args.iters)
         if not args.only_traffic:
-            iteration_table("a9a", lambda c, n: nd.shard(J, n, client=c), args.iters, False)
+            iteration_table("a9a", lambda c, n: nd.shard(J, n, client=c), args.iters, False,
+                            args.repeats)
 
     m, d = args.m, args.d
 
@@ -336,7 +405,7 @@ def main(argv=None):
     del parts
     oracle_table(name, synthetic, whole, max(5, args.reps // 3))
     del whole
-    iteration_table(name, synthetic, args.iters, args.certify)
+    iteration_table(name, synthetic, args.iters, args.certify, args.repeats)
 
 
 if __name__ == "__main__":

@@ -126,16 +126,38 @@ def _require_dask():
     return distributed
 
 
+#: Dask settings of the clusters nsopt starts itself (:func:`local_client`): the periodic
+#: work of every process (a statistical profiler sampling each worker's threads every 10 ms,
+#: event-loop health checks every 20 ms, system and memory monitors) is idle CPU that a
+#: worker computing a shard on a shared core pays for; measured on 2 cores, 2 workers: the
+#: driver's idle CPU 57 -> 6 ms/s, each worker's 40 -> 3 ms/s (docs/distributed.md, "Cost
+#: per iteration"). The memory monitor still checks every second.
+QUIET_CONFIG = {
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.tick.interval": "1s",
+    "distributed.admin.system-monitor.interval": "5s",
+    "distributed.worker.memory.monitor-interval": "1s",
+}
+
+
 def local_client(n_workers: int | None = None, **cluster_options):
     """A client of a new ``LocalCluster`` of ``n_workers`` processes with one thread each
-    (default: the number of CPUs); extra keyword arguments go to ``LocalCluster``."""
+    (default: the number of CPUs); extra keyword arguments go to ``LocalCluster``.
+
+    The client calls the shards' actors directly (``direct_to_workers=True``: one TCP round
+    trip driver-worker; through the scheduler each call makes two, at about twice the
+    driver's CPU per call), and the cluster runs with :data:`QUIET_CONFIG` (no profiler,
+    slower health checks and monitors)."""
     distributed = _require_dask()
+    import dask
+
     n_workers = (os.cpu_count() or 1) if n_workers is None else int(n_workers)
     options = dict(n_workers=n_workers, processes=True, threads_per_worker=1,
                    dashboard_address=None)
     options.update(cluster_options)
-    cluster = distributed.LocalCluster(**options)
-    return distributed.Client(cluster)
+    with dask.config.set(QUIET_CONFIG):  # read when the scheduler and the nannies start
+        cluster = distributed.LocalCluster(**options)
+    return distributed.Client(cluster, direct_to_workers=True)
 
 
 # ----------------------------------------------------------------------------------------
@@ -298,8 +320,10 @@ def _rdot_into(indptr, indices, data, g, out):  # out[j] += x_ij g_i, rows in or
 
 
 class _ShardActor:
-    """A shard on its worker (a Dask actor: calls go straight to the worker, not through the
-    scheduler). Holds the shard's loss and its open lines; answers with O(d) or O(1) numbers."""
+    """A shard on its worker (a Dask actor: with a client made with
+    ``direct_to_workers=True``, as :func:`local_client` makes it, calls go straight to the
+    worker; otherwise the scheduler relays them). Holds the shard's loss and its open lines;
+    answers with O(d) or O(1) numbers."""
 
     def __init__(self, index, source, loss=None, file=None, make=None):
         # never raises: an actor whose construction fails was seen to leave its worker's
@@ -349,6 +373,22 @@ class _ShardActor:
 
     def ping(self):
         return self.loss is not None
+
+    def timed(self, method, *args):
+        """``(wall, cpu)`` seconds of ``method(*args)`` on this worker, its answer dropped: the
+        per-shard kernel time without Dask's round trip (``benchmarks/distributed.py``); cpu
+        is this process's, every thread."""
+        import time
+
+        wall, cpu = time.perf_counter(), time.process_time()
+        getattr(self, method)(*args)
+        return time.perf_counter() - wall, time.process_time() - cpu
+
+    def cpu(self):
+        """This worker process's CPU seconds so far (every thread: the event loop's too)."""
+        import time
+
+        return time.process_time()
 
     def kind(self):
         return type(self.loss)

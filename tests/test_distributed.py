@@ -411,3 +411,38 @@ def test_shard_placed_by_the_scheduler_when_its_worker_just_left(client, data):
             nd._scatter_shard(client, J.loss, 0, 0, 50, gone)
         finally:
             del client.scheduler_info
+
+
+def test_local_client_is_direct_quiet_and_survives_a_killed_worker(data):
+    """The client nsopt starts itself (local_client) calls the shards' actors directly
+    (direct_to_workers: a lost worker then shows as an OSError of the call, not a relayed
+    error) with Dask's periodic work quieted in the worker processes; a worker killed
+    (SIGKILL) mid-run is rebuilt on that path too, to the same iterates and a checked
+    certificate. The actor's timing method answers (wall, cpu) seconds."""
+    import dask
+
+    J = _risk(nsopt.losses.Hinge, data)
+    ref = nsopt.minimize(J, method="proximal-bundle", rtol=0.0, max_iter=15)
+    c = nd.local_client(2)
+    try:
+        assert c.direct_to_workers is True
+        quiet = c.run(lambda: dask.config.get("distributed.worker.profile.enabled"))
+        assert len(quiet) == 2 and not any(quiet.values())
+        Js = nd.shard(J, n_shards=4, client=c)
+        w = np.linspace(-1.0, 1.0, J.dim)
+        timed = Js.loss._map("timed", "value_and_subgradient", w)
+        assert len(timed) == 4 and all(0.0 <= s < 60.0 for pair in timed for s in pair)
+
+        def kill(state, _seen=[]):
+            if len(_seen) == 4:
+                _kill_one_worker(c)
+            _seen.append(1)
+
+        res = nsopt.minimize(Js, method="proximal-bundle", rtol=0.0, max_iter=15, callback=kill)
+        assert Js.loss.n_rebuilds >= 1
+        assert res.nit == ref.nit
+        assert _rel(res.x, ref.x) <= 1e-10
+        res.certificate.check(Js)
+    finally:
+        c.close()
+        c.cluster.close()
