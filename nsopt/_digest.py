@@ -13,8 +13,13 @@ proves its bound *for that data*, whatever the fingerprint says. The fingerprint
 statement "this is the problem the run solved", against mistakes (another data set, data
 mutated in place after the run); an accidental collision of a 64-bit digest has probability
 about :math:`2^{-64}`. Someone forging data to collide with a fingerprint gains nothing the
-rebuilt bound would not already refuse. (xxhash itself is not a dependency of nsopt: this is the
-algorithm of its specification in 40 lines of numba, checked against its published values.)
+rebuilt bound would not already refuse.
+
+Why written here and not imported: the ``xxhash`` package would be one more compiled
+dependency (a C extension per platform) for a 40-line algorithm that numba, already required,
+compiles to the same speed (a9a: 0.99 ms here, 1.02 ms with the package); it is checked against
+the specification's published values, and against the package when that is installed
+(``tests/test_fingerprint.py``).
 """
 from __future__ import annotations
 
