@@ -135,6 +135,17 @@ def _kill_one_worker(client):
     os.kill(pids[addr], signal.SIGKILL)
 
 
+def kill_at_iteration(client, k):
+    """A callback that kills one worker (SIGKILL) when called the (k + 1)-th time."""
+    seen = []
+
+    def kill(state):
+        if len(seen) == k:
+            _kill_one_worker(client)
+        seen.append(1)
+    return kill
+
+
 def test_worker_killed_mid_run_is_rebuilt(client, data):
     """A worker killed (SIGKILL) at iteration 5: its shards are scattered again from the
     in-memory problem and the run goes on to the same iterates and a certificate that checks."""
@@ -142,10 +153,7 @@ def test_worker_killed_mid_run_is_rebuilt(client, data):
     Js = nd.shard(J, n_shards=4, client=client)
     ref = nsopt.minimize(J, method="proximal-bundle", rtol=0.0, max_iter=15)
 
-    def kill(state, _seen=[]):
-        if len(_seen) == 4:
-            _kill_one_worker(client)
-        _seen.append(1)
+    kill = kill_at_iteration(client, 4)
 
     res = nsopt.minimize(Js, method="proximal-bundle", rtol=0.0, max_iter=15, callback=kill)
     assert Js.loss.n_rebuilds >= 1
@@ -162,10 +170,7 @@ def test_worker_killed_without_source_stops_interrupted(client, data):
     J = _risk(nsopt.losses.Hinge, data)
     Js = nd.shard(J, n_shards=2, client=client, rebuild=False)
 
-    def kill(state, _seen=[]):
-        if len(_seen) == 4:
-            _kill_one_worker(client)
-        _seen.append(1)
+    kill = kill_at_iteration(client, 4)
 
     res = nsopt.minimize(Js, method="bmrm", rtol=0.0, max_iter=30, callback=kill)
     assert res.status == nsopt.Status.INTERRUPTED
@@ -433,10 +438,7 @@ def test_local_client_is_direct_quiet_and_survives_a_killed_worker(data):
         timed = Js.loss._map("timed", "value_and_subgradient", w)
         assert len(timed) == 4 and all(0.0 <= s < 60.0 for pair in timed for s in pair)
 
-        def kill(state, _seen=[]):
-            if len(_seen) == 4:
-                _kill_one_worker(c)
-            _seen.append(1)
+        kill = kill_at_iteration(c, 4)
 
         res = nsopt.minimize(Js, method="proximal-bundle", rtol=0.0, max_iter=15, callback=kill)
         assert Js.loss.n_rebuilds >= 1

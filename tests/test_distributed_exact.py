@@ -11,8 +11,6 @@ bitwise; the chain's cost in round trips and bytes; a shard rebuilt mid-chain; d
 (no vector chain) falls back to the parallel sum; a9a in 2, 4, 8 shards under a LocalCluster
 of 2 worker processes: subBFGS and subLBFGS iterates equal the one-machine run's.
 """
-import os
-import signal
 
 import numpy as np
 import pytest
@@ -25,16 +23,7 @@ distributed = pytest.importorskip("distributed")
 import nsopt  # noqa: E402
 import nsopt.distributed as nd  # noqa: E402
 from nsopt.losses._kernels import DataMatrix, _compressed_matvec  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
-                                       dashboard_address=None)
-    c = distributed.Client(cluster)
-    yield c
-    c.close()
-    cluster.close()
+from test_distributed import client, kill_at_iteration  # noqa: E402,F401  (a LocalCluster of 2 processes)
 
 
 @pytest.fixture(scope="module")
@@ -178,11 +167,6 @@ def test_dense_shards_chain_values_only(client):
     assert Js.loss._ordered_vectors() is False
 
 
-def _kill_one_worker(client):
-    pids = client.run(os.getpid)
-    os.kill(pids[sorted(pids)[0]], signal.SIGKILL)
-
-
 def test_worker_killed_mid_run_keeps_the_iterates_bitwise(client, data):
     """subBFGS on 4 ordered shards with a worker killed (SIGKILL) at iteration 4: the lost
     shards are rebuilt, the chain recomputes their derivatives, and the iterates stay the
@@ -192,10 +176,7 @@ def test_worker_killed_mid_run_keeps_the_iterates_bitwise(client, data):
     Js.loss.reduction = "ordered"
     ref = nsopt.minimize(J, method="subbfgs", rtol=0.0, max_iter=12)
 
-    def kill(state, _seen=[]):
-        if len(_seen) == 3:
-            _kill_one_worker(client)
-        _seen.append(1)
+    kill = kill_at_iteration(client, 3)
 
     res = nsopt.minimize(Js, method="subbfgs", rtol=0.0, max_iter=12, callback=kill)
     assert Js.loss.n_rebuilds >= 1
