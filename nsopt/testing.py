@@ -688,7 +688,9 @@ def _check_pair(oracle, w, p, v, rtol):
         fh = oracle.value(w + h * p)
         qh = (fh - f) / h
         noise = 8 * eps * (abs(f) + abs(fh) + float(np.abs(w) @ np.abs(g)) + 1.0) / h
-        if s > qh + noise + rtol * (1.0 + abs(s)):
+        # the one-sided law is asked of the steps down to 1e-8 only: below, a sum's rounding
+        # (m terms) may exceed the noise model; the smaller steps only serve the limit
+        if k <= 8 and s > qh + noise + rtol * (1.0 + abs(s)):
             raise _fail("directional derivative: f'(w; p) <= (f(w + h p) - f(w)) / h", w, p,
                         h=h, s=s, quotient=qh)
         quotients.append((abs(qh - s) - noise, qh, h))
