@@ -550,10 +550,12 @@ def check_oracle(oracle: Oracle, points=None, directions=None, n: int = 20, rtol
     3. *sup_subgradient*: ``(s, g_s) = sup_subgradient(w, p)`` has
        :math:`s \ge \langle g, p\rangle`, :math:`\langle g_s, p\rangle = s`, and :math:`g_s`
        satisfies the subgradient inequality;
-    4. *directional derivative*: for steps :math:`h = 10^{-k}/\|p\|`, the difference
-       quotient :math:`(f(w + hp) - f(w))/h` is at least :math:`s` (convexity: it decreases
-       to :math:`f'(w; p)` as :math:`h \to 0`), and the smallest of them is within
-       :math:`\sqrt{rtol}` (relative) of :math:`s`;
+    4. *directional derivative*: for steps :math:`h = 10^{-k}/\|p\|`, :math:`k = 0 \dots 8`,
+       the difference quotient :math:`(f(w + hp) - f(w))/h` is at least :math:`s`
+       (convexity: it decreases to :math:`f'(w; p)` as :math:`h \to 0`), and the closest of
+       them, with smaller steps added while their rounding noise stays under half the
+       tolerance (a kink within :math:`10^{-8}` of ``w``), is within :math:`\sqrt{rtol}`
+       (relative) of :math:`s`;
     5. *restrict*: ``line = restrict(w, p)`` has ``line.value(eta) == value(w + eta p)``,
        ``line.derivative(eta, +1) >= line.derivative(eta, -1)``, and the right (left)
        derivative equals ``sup_subgradient(w + eta p, p)`` (``-sup_subgradient(., -p)``);
