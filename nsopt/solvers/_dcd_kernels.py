@@ -266,6 +266,7 @@ def epochs(kind, indptr, indices, data, ex, w, index, shrink, sums, v, lam, rng,
     n_active = int(shrink[0])
     pg_max_old, pg_min_old, eps = shrink[1], shrink[2], shrink[3]
     use = shrink[4] != 0.0 and kind != 2
+    keep_full = shrink[4] == 2.0
     upper = 1.0 if kind == 0 else np.inf
     diag = 1.0 if kind == 1 else 0.0
     r_hat, d_hat, z_up = sums[0], sums[1], sums[3]
@@ -385,7 +386,7 @@ def epochs(kind, indptr, indices, data, ex, w, index, shrink, sums, v, lam, rng,
             estimate = r_now - d_hat + lam * wsq
             target = max(target_abs, target_rel * abs(r_now + 0.5 * lam * wsq))
         if use:
-            if pg_max - pg_min <= eps:
+            if pg_max - pg_min <= eps and (n_active < n_all or not keep_full):
                 if n_active == n_all:
                     eps *= 0.1  # the whole problem meets eps: ask more of the next shrinking
                 n_active = n_all  # the shrunk problem is solved: visit everything again
@@ -393,6 +394,10 @@ def epochs(kind, indptr, indices, data, ex, w, index, shrink, sums, v, lam, rng,
                 z_up = 0.0
                 v[:] = 0.0
             else:
+                if pg_max - pg_min <= eps:
+                    # the whole problem meets eps: this full epoch's own bounds are the next
+                    # thresholds (every example was visited), no epoch without shrinking
+                    eps *= 0.1
                 pg_max_old = pg_max if pg_max > 0.0 else np.inf
                 pg_min_old = pg_min if pg_min < 0.0 else -np.inf
         if abs(estimate) <= target:  # a gap is >= 0: an estimate below -target is noise

@@ -359,6 +359,12 @@ _SCALE_PRIMAL = True
 _SCALE_RANGE = (0.5, 2.0)
 _SCALE_TRIALS = 30
 _NO_CAP = 2**62
+#: a full epoch that meets the shrinking tolerance keeps its own bounds as the next thresholds
+#: (as liblinear's every epoch does) instead of a following epoch without shrinking
+_KEEP_FULL = True
+#: the first shrinking tolerance (liblinear's eps: its stopping tolerance; here divided by 10
+#: each time the whole problem meets it)
+_SHRINK_EPS0 = 0.01
 
 
 class _Work(NamedTuple):
@@ -657,7 +663,8 @@ class DCD(Solver):
         index = np.flatnonzero(c > 0).astype(np.int64)
         t = np.zeros(m)
         tc = np.ones(m)
-        shrink = np.array([index.size, math.inf, -math.inf, 1.0, float(self.shrinking)])
+        shrink = np.array([index.size, math.inf, -math.inf, _SHRINK_EPS0,
+                           (2.0 if _KEEP_FULL else 1.0) if self.shrinking else 0.0])
         seed = (self.random_state * 0x9E3779B97F4A7C15 + 0x2545F4914F6CDD1D) % 2**64
         rng = np.array([seed or 1], dtype=np.uint64)
         w = np.zeros(d)
