@@ -367,6 +367,23 @@ _KEEP_FULL = True
 _SHRINK_EPS0 = 0.01
 
 
+#: small problems (below :data:`_ESTIMATE_MIN_NNZ` nonzeros): the k-th check comes after
+#: epochs visiting ``3 nnz(X) * _SMALL_GROWTH**k`` nonzeros, at most :data:`_SMALL_MAX_WORK`
+#: (about a millisecond of epochs, the Python overhead of one check): at large lam the first
+#: checks come as early as before, at small lam (10^5 epochs and more) the checks no longer
+#: take nearly all the time
+_SMALL_GROWTH = 1.5
+_SMALL_MAX_WORK = 2**20
+
+
+def _small_check_work(nnz, k):
+    """The nonzeros the epochs visit before the ``k``-th check of a small problem."""
+    base = 3 * nnz
+    if base >= _SMALL_MAX_WORK:
+        return base
+    return int(min(base * _SMALL_GROWTH ** min(k, 200), _SMALL_MAX_WORK))
+
+
 class _Work(NamedTuple):
     """With an intercept: the pair kernel and its arrays, mutated in place across steps."""
     kernel: object      # _pair_epochs
@@ -640,6 +657,7 @@ class DCD(Solver):
         work: object               # _Plain or _Work: the kernel's arrays (mutated in place)
         w_best: np.ndarray | None  # without an intercept: the point of the last check, ...
         fun_best: float            # ... valued by the check's own pass (settled by the loop)
+        nit_checks: int = 0        # checks made (the small problems' check period grows with it)
 
     # ------------------------------------------------------------------------------------
     def init(self, problem, x0):
@@ -725,7 +743,8 @@ class DCD(Solver):
         if self.check_every is not None:
             max_epochs, max_work, rel, abs_ = self.check_every, _NO_CAP, -math.inf, -math.inf
         elif pk.nnz < _ESTIMATE_MIN_NNZ:  # small: a check costs its Python overhead, not a pass
-            max_epochs, max_work, rel, abs_ = _NO_CAP, 3 * pk.nnz, -math.inf, -math.inf
+            max_epochs, rel, abs_ = _NO_CAP, -math.inf, -math.inf
+            max_work = _small_check_work(pk.nnz, s.nit_checks)
         else:
             f = float(pk.adapt[0])
             max_epochs, max_work = _NO_CAP, _CHECK_PERIOD * pk.nnz
@@ -734,7 +753,8 @@ class DCD(Solver):
             pk.kind, pk.indptr, pk.indices, pk.data, pk.ex, pk.w, pk.index, pk.shrink, pk.sums,
             pk.v, pk.lam, pk.rng, max_epochs, max_work, rel, abs_, _PREFETCH)
         s = self._check_plain(problem, s._replace(epochs=s.epochs + int(n),
-                                                  n_active=int(n_active)))
+                                                  n_active=int(n_active),
+                                                  nit_checks=s.nit_checks + 1))
         pk.adapt[1] = min(pk.adapt[1], s.fun_best)
         if rel > -math.inf:
             best = float(pk.adapt[1])   # the loop's view: the best value, the best bound
