@@ -488,14 +488,22 @@ class DCD(Solver):
         Epochs between two checks. None: without an intercept, a check when the running
         estimate of the duality gap (see Notes; O(1) per visit, O(d) per epoch) is within
         ``0.9 max(atol, rtol |J|)`` (a share multiplied by 0.7 after each check it called too
-        early), at the latest after epochs visiting 20 times the nonzeros of X; below
-        :data:`_ESTIMATE_MIN_NNZ` nonzeros, and with an intercept, after epochs visiting three
-        times the nonzeros of X (with shrinking an epoch may visit a small share of them).
+        early), at the latest after epochs visiting 20 times the nonzeros of X; with an
+        intercept, after epochs visiting three times the nonzeros of X (with shrinking an epoch
+        may visit a small share of them); below :data:`_ESTIMATE_MIN_NNZ` nonzeros, the k-th
+        check after epochs visiting :math:`3\,\mathrm{nnz}(X)\cdot 1.5^k` nonzeros, at most
+        :math:`2^{20}` (about a millisecond of epochs, one check's Python overhead: on 200 x 5
+        at lam 1e-5, 14 checks to a proven 1e-2 instead of about 400).
     shrinking : bool, default True
         Hinge and squared hinge: skip examples whose :math:`t_i` sits at a bound with a
         gradient pushing it out ([HCLKS08]_ Sec. 3.2); visit all again once the shrunk problem
-        is solved to the projected-gradient spread ``eps`` (1, then divided by 10 each time the
-        whole problem meets it). The certificate is always of the whole problem.
+        is solved to the projected-gradient spread ``eps`` (0.01, then divided by 10 each time
+        the whole problem meets it; a whole epoch that meets it keeps its own bounds as the
+        next thresholds, as liblinear's epochs do, so that no epoch goes without shrinking).
+        Measured on letter (hinge, lam 1e-3 ... 1e-5, ratios of medians in one run): a start
+        at 0.01 instead of 1 took 0.44-0.8x the time (1 unshrank the problem after a few
+        epochs, solved to a spread that says nothing); mushrooms unchanged. The certificate is
+        always of the whole problem.
     random_state : int, default 0
         Seed of the permutations (runs are reproducible).
     **common
