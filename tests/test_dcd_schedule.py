@@ -31,9 +31,10 @@ def _assert_proven(res, J, rtol):
 
 def test_small_check_period_grows_geometrically_and_is_capped():
     work = [dcd_module._small_check_work(1000, k) for k in range(60)]
-    assert work[0] == 3000
+    flat = dcd_module._SMALL_FLAT
+    assert work[:flat + 1] == [3000] * (flat + 1)  # the first checks as before
     assert all(b >= a for a, b in zip(work, work[1:]))
-    assert work[5] > work[0] * 5
+    assert work[flat + 5] > work[0] * 5
     assert max(work) == dcd_module._SMALL_MAX_WORK
     big = dcd_module._SMALL_MAX_WORK  # 3 nnz above the cap: the period stays 3 nnz
     assert dcd_module._small_check_work(big, 0) == dcd_module._small_check_work(big, 50) == 3 * big
@@ -42,7 +43,7 @@ def test_small_check_period_grows_geometrically_and_is_capped():
 
 def test_the_growing_period_certifies_a_tiny_lam_in_few_checks(monkeypatch):
     """200 x 5 at lam 1e-5 (C = 500): a check every 3 nnz of work needs about 400 checks
-    (nearly all the time) to prove 1e-2, the growing period 14 (at lam 1e-6: 3600 and 24)."""
+    (nearly all the time) to prove 1e-2, the growing period 18 (at lam 1e-6: 3600 and 29)."""
     J = _gauss_hinge(200, 5, 1e-5)
     rtol = 1e-2
     res = nsopt.minimize(J, method="dcd", rtol=rtol, max_iter=40)

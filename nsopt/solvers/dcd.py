@@ -368,11 +368,12 @@ _SHRINK_EPS0 = 0.01
 
 
 #: small problems (below :data:`_ESTIMATE_MIN_NNZ` nonzeros): the k-th check comes after
-#: epochs visiting ``3 nnz(X) * _SMALL_GROWTH**k`` nonzeros, at most :data:`_SMALL_MAX_WORK`
-#: (about a millisecond of epochs, the Python overhead of one check): at large lam the first
-#: checks come as early as before, at small lam (10^5 epochs and more) the checks no longer
-#: take nearly all the time
+#: epochs visiting ``3 nnz(X) * _SMALL_GROWTH**max(k - _SMALL_FLAT, 0)`` nonzeros, at most
+#: :data:`_SMALL_MAX_WORK` (about a millisecond of epochs, the Python overhead of one check):
+#: the first checks come as before (a problem at large lam is solved by them, on the same
+#: path), at small lam (10^5 epochs and more) the checks no longer take nearly all the time
 _SMALL_GROWTH = 1.5
+_SMALL_FLAT = 4
 _SMALL_MAX_WORK = 2**20
 
 
@@ -381,7 +382,7 @@ def _small_check_work(nnz, k):
     base = 3 * nnz
     if base >= _SMALL_MAX_WORK:
         return base
-    return int(min(base * _SMALL_GROWTH ** min(k, 200), _SMALL_MAX_WORK))
+    return int(min(base * _SMALL_GROWTH ** min(max(k - _SMALL_FLAT, 0), 200), _SMALL_MAX_WORK))
 
 
 class _Work(NamedTuple):
@@ -491,9 +492,9 @@ class DCD(Solver):
         early), at the latest after epochs visiting 20 times the nonzeros of X; with an
         intercept, after epochs visiting three times the nonzeros of X (with shrinking an epoch
         may visit a small share of them); below :data:`_ESTIMATE_MIN_NNZ` nonzeros, the k-th
-        check after epochs visiting :math:`3\,\mathrm{nnz}(X)\cdot 1.5^k` nonzeros, at most
-        :math:`2^{20}` (about a millisecond of epochs, one check's Python overhead: on 200 x 5
-        at lam 1e-5, 14 checks to a proven 1e-2 instead of about 400).
+        check after epochs visiting :math:`3\,\mathrm{nnz}(X)\cdot 1.5^{\max(k-4, 0)}`
+        nonzeros, at most :math:`2^{20}` (about a millisecond of epochs, one check's Python
+        overhead: on 200 x 5 at lam 1e-5, 18 checks to a proven 1e-2 instead of about 400).
     shrinking : bool, default True
         Hinge and squared hinge: skip examples whose :math:`t_i` sits at a bound with a
         gradient pushing it out ([HCLKS08]_ Sec. 3.2); visit all again once the shrunk problem
