@@ -35,6 +35,9 @@ _REFRESH = 8
 #: weight of the Hessian diagonal in the preconditioner :math:`(1-\alpha)I + \alpha\,
 #: \mathrm{diag}(H)` ([HCL18]_: 0.01)
 _PRECONDITIONER_MIX = 0.01
+#: with the dense model, X is kept as a dense array when its nonzeros are at least this share
+#: of its entries (the Hessian, scores and gradient then go through BLAS)
+_DENSE_SHARE = 0.5
 #: consecutive iterations without descent (rounding) before the run reports ``stationary``
 _MAX_FAILS = 3
 
@@ -189,16 +192,32 @@ class NewtonCG(Solver):
         subgradient_norm: float
         linearization_error: float
         data: object               # newton_cd._Data
+        dense: np.ndarray | None   # X as a dense m x n array (ones column last) on dense data
 
     # ------------------------------------------------------------------------------------
     def init(self, problem, x0):
         problem.evaluate(x0)                       # the fallback answer: F(x0), one oracle call
         data = prepare(problem, self.model, 0)
+        m, n = data.y.size, data.d + int(data.has_b)
+        dense = None
+        if data.gram and data.values.size >= _DENSE_SHARE * m * data.d:
+            dense = np.ones((m, n))          # the intercept's column stays ones
+            base = problem.problem.base_loss.data
+            X = base.X
+            dense[:, :data.d] = X.toarray() if hasattr(X, "toarray") else X
         w = np.array(x0, dtype=np.float64)
-        z = K.scores(data.indptr, data.indices, data.values, w, data.has_b, data.y.size)
-        return self._at(problem, data, w, z, None)
+        with _one_blas_thread():
+            z = self._scores(data, dense, w)
+            return self._at(problem, data, w, z, None, dense)
 
-    def _at(self, problem, data, w, z, s):
+    @staticmethod
+    def _scores(data, dense, w):
+        """:math:`Xw` (+ b): BLAS on dense data, else over the columns (CSC)."""
+        if dense is not None:
+            return dense @ w
+        return K.scores(data.indptr, data.indices, data.values, w, data.has_b, data.y.size)
+
+    def _at(self, problem, data, w, z, s, dense=None):
         """The state at ``w`` with scores ``z``: loss, dual point, gradient pass, bound."""
         m, lam = data.y.size, problem.lam
         t, D = np.empty(m), np.empty(m)
@@ -206,9 +225,14 @@ class NewtonCG(Solver):
         wp = w * data.pen
         fun = float(loss + 0.5 * lam * float(wp @ wp))
         n = w.size
-        grad, hdiag = np.empty(n), np.empty(n)
+        dense = s.dense if s is not None else dense
         cyt = data.c * data.y * t
-        K.grad_hess(data.indptr, data.indices, data.values, cyt, D, data.has_b, 0.0, grad, hdiag)
+        if dense is not None:     # the Hessian's diagonal is not used with the dense model
+            grad, hdiag = -(cyt @ dense), np.zeros(n)
+        else:
+            grad, hdiag = np.empty(n), np.empty(n)
+            K.grad_hess(data.indptr, data.indices, data.values, cyt, D, data.has_b, 0.0, grad,
+                        hdiag)
         lower, evidence = self._bound(problem, data, t, cyt, grad)
         grad = grad + lam * wp           # a new array: the evidence keeps the loss's slope
         hdiag += lam * data.pen
@@ -221,7 +245,7 @@ class NewtonCG(Solver):
         if s is None:
             return self.State(**fields, cg_iterations=0, halvings=0, fails=0, n_steps=0,
                               stationary=False, subgradient_norm=math.nan,
-                              linearization_error=math.nan, data=data)
+                              linearization_error=math.nan, data=data, dense=dense)
         return s._replace(**fields)
 
     @staticmethod
@@ -246,6 +270,11 @@ class NewtonCG(Solver):
 
     # ------------------------------------------------------------------------------------
     def step(self, problem, s):
+        # small products and solves: BLAS threads woken for them cost more than they give
+        with _one_blas_thread():
+            return self._step(problem, s)
+
+    def _step(self, problem, s):
         data, lam = s.data, problem.lam
         m = data.y.size
         w, g = s.w, s.grad
@@ -253,7 +282,7 @@ class NewtonCG(Solver):
             direction, iters = self._dense_direction(data, s, lam), 0
         else:
             direction, iters = self._cg_direction(data, s, lam)
-        q = K.scores(data.indptr, data.indices, data.values, direction, data.has_b, m)
+        q = self._scores(data, s.dense, direction)
         slope = float(g @ direction)
         pen = data.pen
         wd = float((w * pen) @ direction)
@@ -273,14 +302,14 @@ class NewtonCG(Solver):
                       halvings=s.halvings + halvings)
         if not accepted:                      # no descent: exact scores, try again
             fails = s.fails + 1
-            z = K.scores(data.indptr, data.indices, data.values, w, data.has_b, m)
+            z = self._scores(data, s.dense, w)
             s = self._at(problem, data, w, z, s)
             return s._replace(**counts, fails=fails, stationary=fails >= _MAX_FAILS,
                               subgradient_norm=float(np.linalg.norm(s.grad)),
                               linearization_error=0.0)
         w_new = w + beta * direction
         if (s.n_steps + 1) % _REFRESH == 0:
-            z = K.scores(data.indptr, data.indices, data.values, w_new, data.has_b, m)
+            z = self._scores(data, s.dense, w_new)
         else:
             z = s.z + beta * q
         s = self._at(problem, data, w_new, z, s)
@@ -291,15 +320,17 @@ class NewtonCG(Solver):
         """The exact Newton step from the dense Hessian (Cholesky; least squares when the
         intercept's curvature vanishes)."""
         d, n = data.d, s.w.size
-        pos = np.arange(d, dtype=np.int64)
-        H = K.gram(*data.rows, s.D, pos, n, d if data.has_b else -1, 0.0)
+        if s.dense is not None:   # dense data: BLAS (letter: ~20x the row kernel's speed)
+            H = s.dense.T @ (s.D[:, None] * s.dense)
+        else:
+            pos = np.arange(d, dtype=np.int64)
+            H = K.gram(*data.rows, s.D, pos, n, d if data.has_b else -1, 0.0)
         H[np.diag_indices_from(H)] += lam * data.pen
-        with _one_blas_thread():   # small solves: BLAS threads cost more than they give
-            try:
-                return scipy.linalg.cho_solve(scipy.linalg.cho_factor(H, check_finite=False),
-                                              -s.grad, check_finite=False)
-            except (np.linalg.LinAlgError, ValueError):
-                return np.linalg.lstsq(H, -s.grad, rcond=None)[0]
+        try:
+            return scipy.linalg.cho_solve(scipy.linalg.cho_factor(H, check_finite=False),
+                                          -s.grad, check_finite=False)
+        except (np.linalg.LinAlgError, ValueError):
+            return np.linalg.lstsq(H, -s.grad, rcond=None)[0]
 
     def _cg_direction(self, data, s, lam):
         r"""Preconditioned conjugate gradient on :math:`Hd = -g` ([HCL18]_'s diagonal mix),
