@@ -176,3 +176,37 @@ def test_registered():
     assert math.isfinite(NewtonCG().config["rtol"])
     with pytest.raises(ValueError, match="cg_tol"):
         NewtonCG(cg_tol=1.5)
+
+
+# ---------------------------------------------------------------- the default method
+
+@pytest.mark.parametrize("loss", sorted(LOSSES))
+def test_default_picks_newton_cg_when_dcd_is_ill_conditioned(loss):
+    """dcd at small conditioning, newton-cg above NEWTON_MIN_CONDITIONING and with a free
+    intercept (dcd's default is without one)."""
+    from nsopt.minimize import NEWTON_MIN_CONDITIONING, dcd_conditioning, default_method
+
+    easy = _problem(loss, lam=1.0)
+    hard = _problem(loss, lam=1e-5)
+    assert dcd_conditioning(easy) <= NEWTON_MIN_CONDITIONING < dcd_conditioning(hard)
+    assert default_method(easy) == "dcd"
+    assert default_method(hard) == "newton-cg"
+    assert default_method(_problem(loss, lam=1.0, intercept=True)) == "newton-cg"
+    res = nsopt.minimize(hard)
+    assert res.method == "newton-cg" and res.success
+
+
+def test_default_keeps_dcd_for_the_hinge():
+    from nsopt.minimize import default_method
+
+    X, y = small_binary(40, 4, 0)
+    assert default_method(nsopt.RegularizedRisk(L.Hinge(X, y), R.L2(), 1e-2)) == "dcd"
+
+
+@pytest.mark.parametrize("loss", ["log_loss", "squared_hinge"])
+def test_sklearn_l2_smooth_loss_defaults_to_newton_cg(loss):
+    from nsopt.sklearn import LinearClassifier
+
+    X, y = small_binary(60, 5, 1)
+    est = LinearClassifier(loss=loss, penalty="l2").fit(X, y)
+    assert est.result_.method == "newton-cg" and est.result_.success
