@@ -321,7 +321,8 @@ class NewtonCG(Solver):
         intercept's curvature vanishes)."""
         d, n = data.d, s.w.size
         if s.dense is not None:   # dense data: BLAS (letter: ~20x the row kernel's speed)
-            H = s.dense.T @ (s.D[:, None] * s.dense)
+            B = s.dense * np.sqrt(s.D)[:, None]
+            H = B.T @ B           # numpy's syrk for a product with its own transpose
         else:
             pos = np.arange(d, dtype=np.int64)
             H = K.gram(*data.rows, s.D, pos, n, d if data.has_b else -1, 0.0)
