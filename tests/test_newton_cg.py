@@ -53,7 +53,7 @@ def _check_certified(J, res, rtol):
     assert res.lower_bound - scale <= checked <= res.fun + scale
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=8, deadline=None)
 @given(loss=st.sampled_from(sorted(LOSSES)), seed=st.integers(0, 10_000),
        lam=st.sampled_from([1e-5, 1e-3, 1e-1]), sparse=st.booleans(), weights=st.booleans(),
        intercept=st.booleans(), model=st.sampled_from(["auto", "cg"]))
