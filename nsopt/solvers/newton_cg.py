@@ -276,7 +276,6 @@ class NewtonCG(Solver):
 
     def _step(self, problem, s):
         data, lam = s.data, problem.lam
-        m = data.y.size
         w, g = s.w, s.grad
         if data.gram:
             direction, iters = self._dense_direction(data, s, lam), 0
