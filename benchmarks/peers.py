@@ -84,7 +84,7 @@ PROBLEMS = {
 }
 
 #: nsopt methods run by default ("dcd" joins when registered)
-METHODS = ["default", "ls-bmrm", "bmrm", "proximal-bundle", "sublbfgs", "dcd"]
+METHODS = ["default", "ls-bmrm", "bmrm", "proximal-bundle", "sublbfgs", "dcd", "newton-cg"]
 
 #: OCAS (libocas, C) on a9a, L2 hinge without bias, as measured and printed in issue 11:
 #: lam -> {level: (seconds, iterations)}. Quoted, never re-run here.

@@ -29,6 +29,15 @@ DUAL_METHOD = "dcd"
 #: iterations, 0.16-0.25x Cyanure's time and 0.34-0.78x glum's (benchmarks/l1.py, one run,
 #: docs/solvers.md)
 NEWTON_METHOD = "newton-cd"
+#: the method for L2 with a logistic or squared hinge loss (where ``NewtonCG`` applies) when
+#: dcd's conditioning is above :data:`NEWTON_MIN_CONDITIONING` or there is a free intercept
+L2_NEWTON_METHOD = "newton-cg"
+#: :func:`default_method` picks :data:`L2_NEWTON_METHOD` over :data:`DUAL_METHOD` above this
+#: conditioning. benchmarks/peers.py (one run, loaded machine), certified 1e-3 / 1e-4, dcd's
+#: time over newton-cg's: a9a (kappa 4.3 at lam 1e-4) 0.8-1.1, letter (kappa 11) 0.4-1.4;
+#: a9a lam 1e-5 (kappa 43) 3-10, letter lam 1e-5 (107) 1.5-4, lam 1e-6: 15-40 (dcd's epochs
+#: grow with kappa, Newton's steps do not)
+NEWTON_MIN_CONDITIONING = 20.0
 #: :func:`default_method` picks :data:`DUAL_METHOD` when ``dcd_conditioning(problem)`` is at
 #: most this (measured by benchmarks/default_method.py, see docs/solvers.md). 300 since dcd's
 #: compiled epochs (prefetched rows, checks decided by a gap estimate): dcd / ls-bmrm CPU time
@@ -76,7 +85,11 @@ def default_method(problem, **options) -> str:
     or logistic loss) and its conditioning :func:`dcd_conditioning` is at most
     :data:`DCD_MAX_CONDITIONING`, without a free intercept (dcd's pair steps with one were
     measured 1.2-3x slower than LS-BMRM with one on a9a at lam 1e-4 and 1e-5, see
-    ``benchmarks/dcd.py --intercept``); :data:`STABLE_INTERCEPTS_METHOD`
+    ``benchmarks/dcd.py --intercept``), except that :data:`L2_NEWTON_METHOD` (``"newton-cg"``,
+    truncated Newton) is taken instead for L2 with a logistic or squared hinge loss
+    (``"newton-cg" in methods_supporting(...)``) when the conditioning is above
+    :data:`NEWTON_MIN_CONDITIONING` (20) or there is a free intercept;
+    :data:`STABLE_INTERCEPTS_METHOD`
     (``"proximal-bundle"``) with several free intercepts (one bias per class: BMRM's model is
     not stabilised in them); :data:`NEWTON_METHOD` (``"newton-cd"``) for L1 with a logistic
     or squared hinge loss (``"newton-cd" in methods_supporting(...)``); ``"bmrm"`` when the
@@ -107,6 +120,9 @@ def default_method(problem, **options) -> str:
     if not (isinstance(problem, Oracle) or not callable(problem)):
         return DEFAULT_METHOD_FOR_FUNCTIONS
     supported = methods_supporting(problem, **options)
+    if L2_NEWTON_METHOD in supported and (getattr(problem, "fit_intercept", False)
+                                          or dcd_conditioning(problem) > NEWTON_MIN_CONDITIONING):
+        return L2_NEWTON_METHOD  # L2 with a smooth margin loss (benchmarks/peers.py)
     if (DUAL_METHOD in supported and not getattr(problem, "fit_intercept", False)
             and dcd_conditioning(problem) <= DCD_MAX_CONDITIONING):
         return DUAL_METHOD
@@ -149,7 +165,9 @@ def minimize(problem, method_or_x0=None, x0=None, *, method: str | None = None, 
         One of ``nsopt.solvers.SOLVERS`` (``"bmrm"``, ...). By default
         :func:`default_method`: ``"dcd"`` for an L2 hinge, squared hinge or logistic risk it
         takes whose conditioning ``max_i c_i ||x_i||^2 / lam`` is at most
-        :data:`DCD_MAX_CONDITIONING`, ``"newton-cd"`` for L1 with a logistic or squared hinge
+        :data:`DCD_MAX_CONDITIONING` (for the logistic and squared hinge losses only up to
+        :data:`NEWTON_MIN_CONDITIONING`, above it and with an intercept ``"newton-cg"``),
+        ``"newton-cd"`` for L1 with a logistic or squared hinge
         loss, ``"bmrm"`` (stabilised) for another L1 risk, else
         ``"ls-bmrm"`` for an Oracle, and
         ``"proximal-bundle"`` (which takes any oracle) for a plain function.

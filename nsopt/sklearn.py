@@ -119,7 +119,9 @@ class _LinearModel(BaseEstimator):
 
     def _method(self, J) -> str:
         """The named method, or the default: ``"sublbfgs"`` for a smooth loss with the L2
-        penalty (not when warm-starting: it keeps no planes), ``"newton-cd"`` for the L1 penalty
+        penalty (not when warm-starting: it keeps no planes), ``"newton-cg"`` for the L2 penalty
+        with a binary logistic or squared hinge loss (truncated Newton), ``"newton-cd"`` for the
+        L1 penalty
         with a loss it takes (logistic, squared hinge; not when warm-starting),
         ``"proximal-bundle"`` with one
         intercept per class (:data:`nsopt.minimize.STABLE_INTERCEPTS_METHOD`), else
@@ -135,6 +137,8 @@ class _LinearModel(BaseEstimator):
             able = methods_supporting(J)
             if self.penalty == "l1" and not self.warm_start and "newton-cd" in able:
                 return "newton-cd"  # L1 with a smooth binary margin loss: newGLMNET
+            if self.penalty == "l2" and "newton-cg" in able:
+                return "newton-cg"  # L2 with a smooth binary margin loss: truncated Newton
             for name in (first, "ls-bmrm", "sublbfgs", "proximal-bundle"):
                 if name in able:
                     return name
@@ -306,8 +310,9 @@ class LinearClassifier(ClassifierMixin, _LinearModel):
     fit_intercept : bool, default True
         Fit an unregularized intercept (one per class for the multiclass losses).
     method : str or None, default None
-        Any nsopt solver (``nsopt.solvers.SOLVERS``). None: ``"sublbfgs"`` for the smooth
-        losses (squared hinge, logistic, softmax) with ``penalty="l2"``, else ``"ls-bmrm"``
+        Any nsopt solver (``nsopt.solvers.SOLVERS``). None: ``"newton-cg"`` for the binary
+        squared hinge and logistic losses with ``penalty="l2"``, ``"sublbfgs"`` for the other
+        smooth losses (softmax) with it, else ``"ls-bmrm"``
         (BMRM with exact line search, which also takes every penalty), and always
         ``"ls-bmrm"`` with ``warm_start=True`` (its cutting planes are reused).
     tol : float >= 0, default 1e-4

@@ -131,6 +131,8 @@ def test_solve_every_registered_method(tiny, capsys, method):
     box = ["--bounds", "-100", "100"] if method == "level-bundle" else []  # it needs a box
     if method == "newton-cd":  # L1 with a logistic or squared hinge loss only
         box = ["--loss", "logistic", "--reg", "l1"]
+    if method == "newton-cg":  # L2 with a logistic or squared hinge loss only
+        box = ["--loss", "logistic", "--reg", "l2"]
     assert main(["solve", str(tiny[0]), "--lam", "1e-2", "--method", method, "--quiet"] + box) == 0
     cert = certificate_values(capsys.readouterr().out)
     assert cert["status"] == "converged"

@@ -103,7 +103,7 @@ def supports(method, J):
 
 
 METHODS = ["bmrm", "ls-bmrm", "kbundle", "proximal-bundle", "subbfgs", "sublbfgs", "dcd",
-           "newton-cd"]
+           "newton-cd", "newton-cg"]
 
 
 @pytest.mark.parametrize("reg_name", ["l2", "l1"])
@@ -116,10 +116,12 @@ def test_against_cvxpy_with_free_bias(method, loss_name, reg_name):
         with pytest.raises(ProblemNotSupported):
             nsopt.minimize(J, method=method)
         # the only combinations refused here: kbundle with L1, dcd off L2 binary margin losses,
-        # newton-cd off L1 logistic / squared hinge
+        # newton-cd off L1 logistic / squared hinge, newton-cg off L2 logistic / squared hinge
         assert ((method, reg_name) == ("kbundle", "l1")
                 or (method == "dcd" and (reg_name == "l1" or loss_name == "multiclass-hinge"))
                 or (method == "newton-cd" and (reg_name == "l2"
+                                               or loss_name not in ("logistic", "squared-hinge")))
+                or (method == "newton-cg" and (reg_name == "l1"
                                                or loss_name not in ("logistic", "squared-hinge"))))
         return
     opt, coef, intercept = reference(loss_name, reg_name)

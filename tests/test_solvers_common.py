@@ -25,6 +25,7 @@ _SADDLE_L2 = "needs L2 and a loss with a saddle form (hinge-type)"
 _AGGREGATES = "aggregated planes need a strongly convex regularizer (L1: polyhedral conjugate)"
 _DCD = "dual coordinate descent: L2 and a hinge, squared hinge or logistic loss only"
 _NEWTON = "Newton coordinate descent: L1 and a logistic or squared hinge loss only"
+_NEWTON_L2 = "truncated Newton: L2 and a logistic or squared hinge loss only"
 #: (configuration id, case) -> why the solver refuses it (ProblemNotSupported)
 DECLARED_UNSUPPORTED: dict[tuple[str, str], str] = {
     ("bmrm", "l1-regression-oracle"): _NEEDS_RISK,
@@ -48,6 +49,10 @@ DECLARED_UNSUPPORTED: dict[tuple[str, str], str] = {
         "hinge-l2", "hinge-l2-sparse", "logistic-l2", "squared-hinge-l2", "hinge-l1",
         "multiclass-hinge-l2", "multiclass-hinge-l1")},
     ("newton-cd", "l1-regression-oracle"): _NEEDS_RISK,
+    **{("newton-cg", case): _NEWTON_L2 for case in (
+        "hinge-l2", "hinge-l2-sparse", "hinge-l1", "logistic-l1", "multiclass-hinge-l2",
+        "multiclass-hinge-l1")},
+    ("newton-cg", "l1-regression-oracle"): _NEEDS_RISK,
 }
 
 # every registered method with its default options, plus variants selected by an option
@@ -70,7 +75,7 @@ METHODS = sorted(SOLVERS)
 
 def _supported_case(method, opts, first=0):
     """Catalogue problem ``first`` or, when the method refuses it, the first one it takes
-    (newton-cd takes only the L1 logistic problem)."""
+    (newton-cd takes only the L1 logistic problem, newton-cg the L2 smooth ones)."""
     cases = [CATALOGUE[first]] + CATALOGUE
     return next(c.problem() for c in cases
                 if SOLVERS[method](**opts).unsupported_reason(c.problem()) is None)

@@ -15,7 +15,8 @@ from .level_bundle import LevelBundle
 from . import _polyhedral  # noqa: F401  (LevelBundle's variant with rows A_ub x <= b_ub)
 from .dcd import DCD
 from .newton_cd import NewtonCD
+from .newton_cg import NewtonCG
 
 __all__ = ["SOLVERS", "Solver", "Option", "ProblemNotSupported", "BMRM", "LSBMRM", "KBundle", "ProximalBundle", "ProxBMRM",
-           "TrustRegionBundle", "SubBFGS", "SubLBFGS", "ExcessiveGap", "LevelBundle", "DCD", "NewtonCD",
+           "TrustRegionBundle", "SubBFGS", "SubLBFGS", "ExcessiveGap", "LevelBundle", "DCD", "NewtonCD", "NewtonCG",
            "methods_supporting"]

@@ -93,6 +93,74 @@ class _Data(NamedTuple):
     own_value: bool            # the kernels value the iterates (else: an oracle call each)
 
 
+def prepare(problem, model, random_state) -> _Data:
+    """The kernels' data of ``problem`` (the loop's counting wrapper of a
+    :class:`~nsopt.RegularizedRisk` whose loss :func:`loss_kind` knows): CSC columns, CSR rows,
+    labels, weights, the intercept column; the dense-Hessian mode when ``model`` is
+    ``"gram"``, or ``"auto"`` and the columns are few (see :class:`NewtonCD`); shared with
+    :class:`~nsopt.solvers.newton_cg.NewtonCG`."""
+    risk = problem.problem
+    base = risk.base_loss
+    kind = loss_kind(base)
+    X = base.data.X
+    csc = base.data.csc if sp.issparse(X) else sp.csc_matrix(np.asarray(X, dtype=np.float64))
+    if csc.data.dtype != np.float64:
+        csc = csc.astype(np.float64)
+    d = base.dim
+    has_b = bool(risk.fit_intercept)
+    pen = np.ones(d + int(has_b))
+    if has_b:
+        pen[d] = 0.0
+    seed = (random_state * 0x9E3779B97F4A7C15 + 0x2545F4914F6CDD1D) % 2**64
+    csr = base.data.csr if sp.issparse(X) else sp.csr_matrix(csc)
+    if csr.data.dtype != np.float64:
+        csr = csr.astype(np.float64)
+    csr = csr.copy() if not csr.has_canonical_format else csr
+    csr.sum_duplicates()
+    per_row = np.diff(csr.indptr).astype(np.float64)
+    nnz = max(float(csr.indptr[-1]), 1.0)
+    gram = (model == "gram" or (model == "auto" and d + has_b <= _GRAM_MAX_COLUMNS
+            and float(per_row @ per_row) <= _GRAM_MAX_PAIRS * nnz))
+    data = _Data(kind, csc.indptr.astype(np.int64), csc.indices.astype(np.int64), csc.data,
+                 np.ascontiguousarray(base.y, dtype=np.float64),
+                 np.ascontiguousarray(base.c, dtype=np.float64), pen, has_b, d,
+                 np.array([seed or 1], dtype=np.uint64),
+                 (csr.indptr.astype(np.int64), csr.indices.astype(np.int64), csr.data), gram,
+                 bool(getattr(problem.loss, "scores_supported", False)))
+    if has_b:
+        y, c = data.y, data.c
+        if not (np.any(c[y > 0] > 0) and np.any(c[y < 0] > 0)) and kind == K.LOGISTIC:
+            raise ValueError(
+                "the logistic loss with fit_intercept=True has no minimiser when every "
+                "example of positive weight has the same label (the intercept runs to "
+                "infinity); give examples of both classes, or fit_intercept=False")
+    return data
+
+
+def rebalance(data, t, cyt, grad):
+    r"""The dual point ``t`` (with ``cyt`` :math:`= c\circ y\circ t` and the loss gradient
+    ``grad`` :math:`= -X^T(c\circ y\circ t)`, intercept last) moved onto the intercept's
+    equality :math:`\sum_i c_i y_i t_i = 0`: the class with the excess scaled toward 0 (one
+    pass over its columns). Returns ``(t, a)``, ``a`` the plane's slope with ``a[d] = 0``;
+    ``(t, grad)`` without an intercept or excess."""
+    if not data.has_b:
+        return t, grad
+    r = float(cyt.sum())                    # sum c y t, = -a_b
+    if r == 0.0:
+        return t, grad
+    side = 1.0 if r > 0 else -1.0           # the class with the excess
+    cls = data.y * side > 0
+    mass = float(np.abs(cyt[cls]).sum())
+    f = max(1.0 - abs(r) / mass, 0.0) if mass > 0 else 1.0
+    part = np.where(cls, cyt, 0.0)
+    a_cls = np.empty(grad.size)
+    K.grad_hess(data.indptr, data.indices, data.values, part, np.zeros(t.size),
+                True, 0.0, a_cls, np.empty(grad.size))
+    a = grad + (f - 1.0) * a_cls             # the plane is linear in t
+    a[data.d] = 0.0
+    return np.where(cls, t * f, t), a
+
+
 @register
 class NewtonCD(Solver):
     r"""Newton coordinate descent (newGLMNET, [YHL12]_) for L1 with a smooth margin loss.
@@ -272,43 +340,9 @@ class NewtonCD(Solver):
     # ------------------------------------------------------------------------------------
     def init(self, problem, x0):
         problem.evaluate(x0)                       # the fallback answer: F(x0), one oracle call
-        risk = problem.problem
-        base = risk.base_loss
-        kind = loss_kind(base)
-        X = base.data.X
-        csc = base.data.csc if sp.issparse(X) else sp.csc_matrix(np.asarray(X, dtype=np.float64))
-        if csc.data.dtype != np.float64:
-            csc = csc.astype(np.float64)
-        d = base.dim
-        has_b = bool(risk.fit_intercept)
-        pen = np.ones(d + int(has_b))
-        if has_b:
-            pen[d] = 0.0
-        seed = (self.random_state * 0x9E3779B97F4A7C15 + 0x2545F4914F6CDD1D) % 2**64
-        csr = base.data.csr if sp.issparse(X) else sp.csr_matrix(csc)
-        if csr.data.dtype != np.float64:
-            csr = csr.astype(np.float64)
-        csr = csr.copy() if not csr.has_canonical_format else csr
-        csr.sum_duplicates()
-        per_row = np.diff(csr.indptr).astype(np.float64)
-        nnz = max(float(csr.indptr[-1]), 1.0)
-        gram = (self.model == "gram" or (self.model == "auto" and d + has_b <= _GRAM_MAX_COLUMNS
-                and float(per_row @ per_row) <= _GRAM_MAX_PAIRS * nnz))
-        data = _Data(kind, csc.indptr.astype(np.int64), csc.indices.astype(np.int64), csc.data,
-                     np.ascontiguousarray(base.y, dtype=np.float64),
-                     np.ascontiguousarray(base.c, dtype=np.float64), pen, has_b, d,
-                     np.array([seed or 1], dtype=np.uint64),
-                     (csr.indptr.astype(np.int64), csr.indices.astype(np.int64), csr.data), gram,
-                     bool(getattr(problem.loss, "scores_supported", False)))
-        if has_b:
-            y, c = data.y, data.c
-            if not (np.any(c[y > 0] > 0) and np.any(c[y < 0] > 0)) and kind == K.LOGISTIC:
-                raise ValueError(
-                    "the logistic loss with fit_intercept=True has no minimiser when every "
-                    "example of positive weight has the same label (the intercept runs to "
-                    "infinity); give examples of both classes, or fit_intercept=False")
+        data = prepare(problem, self.model, self.random_state)
         w = np.array(x0, dtype=np.float64)
-        z = K.scores(data.indptr, data.indices, data.values, w, has_b, data.y.size)
+        z = K.scores(data.indptr, data.indices, data.values, w, data.has_b, data.y.size)
         return self._at(problem, data, w, z, None)
 
     def _at(self, problem, data, w, z, s):
@@ -340,21 +374,7 @@ class NewtonCD(Solver):
         one), then scaled into :math:`\|a\|_\infty \le \lambda` by the best factor. Returns
         ``(bound, DualPoint)`` (``-inf, None`` when rounding leaves it infeasible)."""
         lam, kind, d = problem.lam, data.kind, data.d
-        a = grad
-        if data.has_b:
-            r = float(cyt.sum())                    # sum c y t, = -a_b
-            if r != 0.0:
-                side = 1.0 if r > 0 else -1.0       # the class with the excess
-                cls = data.y * side > 0
-                mass = float(np.abs(cyt[cls]).sum())
-                f = max(1.0 - abs(r) / mass, 0.0) if mass > 0 else 1.0
-                part = np.where(cls, cyt, 0.0)
-                a_cls = np.empty(grad.size)
-                K.grad_hess(data.indptr, data.indices, data.values, part, np.zeros(t.size),
-                            True, 0.0, a_cls, np.empty(grad.size))
-                a = grad + (f - 1.0) * a_cls         # the plane is linear in t
-                a[d] = 0.0
-                t = np.where(cls, t * f, t)
+        t, a = rebalance(data, t, cyt, grad)
         amax = float(np.max(np.abs(a[:d]), initial=0.0))
         top = lam / amax * (1.0 - 1e-12) if amax > 0 else math.inf
         tmax = float(np.max(t, initial=0.0))

@@ -1,0 +1,371 @@
+r"""Truncated Newton method for L2-regularized smooth margin losses ([LWK08]_, [GL21]_).
+
+.. math:: \min_w\; F(w) = \tfrac{\lambda}{2}\|w\|^2 + \sum_i c_i\, l(\langle x_i, w\rangle, y_i)
+
+for a twice differentiable margin loss (logistic; squared hinge with its generalised Hessian).
+Each iteration solves the Newton system approximately (conjugate gradient on Hessian-vector
+products, or a Cholesky solve of the dense Hessian when the columns are few), then takes an
+Armijo step on :math:`F` valued from the kept scores. The dual point :math:`t_i = -l'(z_i)`
+of each iterate is the certificate.
+"""
+from __future__ import annotations
+
+import math
+from numbers import Integral, Real
+from typing import NamedTuple
+
+import numpy as np
+import scipy.linalg
+
+from .._validation import Interval, Option, Options
+from ..certificate import DualPoint, _one_blas_thread
+from ..regularizers import scaled_conjugate
+from . import _newton_cd_kernels as K
+from ._base import Solver
+from ._newton_cg_kernels import hess_vec
+from ._registry import register
+from .newton_cd import loss_kind, prepare, rebalance
+
+__all__ = ["NewtonCG"]
+
+#: Armijo's constant and the largest halving count of the line search ([GL21]_)
+_SIGMA, _MAX_HALVINGS = 0.01, 30
+#: scores recomputed from ``w`` every this many iterations (no drift from the updates)
+_REFRESH = 8
+#: weight of the Hessian diagonal in the preconditioner :math:`(1-\alpha)I + \alpha\,
+#: \mathrm{diag}(H)` ([HCL18]_: 0.01)
+_PRECONDITIONER_MIX = 0.01
+#: with the dense model, X is kept as a dense array when its nonzeros are at least this share
+#: of its entries (the Hessian, scores and gradient then go through BLAS)
+_DENSE_SHARE = 0.5
+#: consecutive iterations without descent (rounding) before the run reports ``stationary``
+_MAX_FAILS = 3
+
+
+@register
+class NewtonCG(Solver):
+    r"""Truncated Newton method ([LWK08]_, liblinear's primal solver [GL21]_) for L2 with a
+    smooth margin loss.
+
+    Minimises :math:`F(w) = \tfrac{\lambda}{2}\|w\|^2 + \sum_i c_i\, l(\langle x_i,
+    w\rangle, y_i)` (:class:`~nsopt.RegularizedRisk` with :class:`~nsopt.regularizers.L2`,
+    optionally a free intercept, which is not penalised) for the logistic loss and the
+    squared hinge, the losses whose conjugate the kernels know (asked of
+    ``loss.conjugate_terms``, see :func:`~nsopt.solvers.newton_cd.loss_kind`).
+
+    Iteration k, at :math:`w` with scores :math:`z = Xw`: the gradient :math:`g = \lambda w +
+    X^T(c \circ l'(z))` and the Hessian :math:`H = \lambda I + X^T D X`, :math:`D_i = c_i
+    l''(z_i)` (squared hinge: the generalised second derivative :math:`c_i 1[y_i z_i < 1]`,
+    [LWK08]_ Sec. 4; the intercept's diagonal entry has no :math:`\lambda`), then
+
+    1. **direction:** :math:`H d = -g`, solved in one of two ways (``model``):
+
+       * ``"cg"``: preconditioned conjugate gradient, each iteration one Hessian-vector product
+         :math:`\lambda v + X^T(D\circ Xv)` (two passes over the data,
+         :func:`~nsopt.solvers._newton_cg_kernels.hess_vec`), preconditioner
+         :math:`(1-\alpha)I + \alpha\,\mathrm{diag}(H)`, :math:`\alpha = 0.01` ([HCL18]_),
+         stopped when :math:`\|Hd + g\| \le \eta\|g\|` (``cg_tol`` :math:`= \eta`, 0.1 as in
+         [LWK08]_) or after ``max_cg`` iterations;
+       * ``"gram"``: the dense :math:`H` formed from the rows (:math:`\sum_i n_i^2/2`
+         multiply-adds, :func:`~nsopt.solvers._newton_cd_kernels.gram`) and solved by Cholesky:
+         the exact Newton step. ``"auto"`` (default) takes it when there are at most 2000
+         columns and the rows' pairs of nonzeros are at most 40 times the nonzeros (the rule of
+         :class:`~nsopt.solvers.NewtonCD`).
+    2. **line search** ([GL21]_): the largest :math:`\beta \in \{1, 1/2, \dots\}` with
+       :math:`F(w + \beta d) - F(w) \le \sigma\beta g^Td`, :math:`\sigma = 0.01`, valued from
+       the kept scores :math:`z + \beta Xd` (one pass for :math:`Xd`, then O(m) per trial; the
+       L2 term is a quadratic in :math:`\beta`);
+    3. **certificate** at the new point: the dual point :math:`t_i = -y_i l'(z_i)` (the
+       gradient's own: the loss gradient is :math:`a = -X^T(c\circ y\circ t)`), with an
+       intercept moved onto :math:`\sum_i c_i y_i t_i = 0` (the class with the excess scaled
+       toward 0, as in newton-cd), gives the Fenchel dual value
+       :math:`-\sum_i c_i l^*(-y_i t_i) - \|a\|^2/(2\lambda)` (the L2 conjugate). For the
+       squared hinge, :math:`t` is first scaled by the best :math:`s \ge 0` (the dual value is a
+       concave quadratic in :math:`s`: closed form). It is the
+       :class:`~nsopt.certificate.DualPoint` that :meth:`~nsopt.Certificate.check` recomputes;
+       at the optimum :math:`w^* = -a/\lambda` and the gap is 0.
+
+    The run stops on the proven gap (``rtol``, ``atol``), like every method. Newton's steps
+    converge fast where dual coordinate descent's epochs grow with :math:`1/\lambda`, so
+    :func:`nsopt.minimize.default_method` picks this method for these problems when dcd's
+    conditioning is large (see there).
+
+    Parameters
+    ----------
+    model : {"auto", "gram", "cg"}, default "auto"
+        How the Newton system is solved (above).
+    cg_tol : float, default 0.1
+        Relative residual at which conjugate gradient stops (``model="cg"``).
+    max_cg : int, default 500
+        Conjugate-gradient iterations per Newton step at most.
+    **common
+        ``rtol, atol, max_iter, max_time, verbose`` (see :func:`nsopt.minimize`); one
+        iteration is one Newton step.
+
+    Notes
+    -----
+    Cost per iteration: one pass for the gradient (and the Hessian diagonal), one for
+    :math:`Xd`, and two per conjugate-gradient iteration (``"cg"``) or the dense Hessian
+    (``"gram"``: a9a, about 14 passes' worth, plus a :math:`d^3/3` Cholesky factorisation);
+    O(m) per line-search trial and for the certificate. Scores are updated as
+    :math:`z + \beta Xd` and recomputed from ``w`` every 8 iterations. The iterate is valued
+    by the kernels (offered to the loop as ``w_best``). Three iterations in a row without
+    descent (rounding at a gap below what floating point resolves) end the run as
+    ``stationary``, with the gradient's norm. Compiled with numba.
+
+    Written from the papers, not from liblinear's source. Only L2 (``reg.self_conjugate``)
+    and the losses :func:`~nsopt.solvers.newton_cd.loss_kind` knows are taken; the others
+    are refused by their protocol.
+
+    ``Result.info``: ``cg_iterations`` (over all iterations; 0 with ``"gram"``),
+    ``line_search_halvings``, ``model`` (``"gram"`` or ``"cg"``).
+
+    References
+    ----------
+    .. [LWK08] C.-J. Lin, R. C. Weng, S. S. Keerthi. Trust region Newton method for
+       large-scale logistic regression. JMLR 9:627-650, 2008.
+    .. [GL21] L. Galli, C.-J. Lin. A study on truncated Newton methods for linear
+       classification. IEEE TNNLS 33(7):2828-2841, 2022.
+    .. [HCL18] C.-Y. Hsia, W.-L. Chiang, C.-J. Lin. Preconditioned conjugate gradient methods
+       in truncated Newton frameworks for large-scale linear classification. ACML 2018.
+
+    Examples
+    --------
+    >>> import nsopt
+    >>> X, y = nsopt.datasets.make_sparse_binary(500, 30, random_state=0)
+    >>> J = nsopt.RegularizedRisk(nsopt.losses.Logistic(X, y), lam=1e-4)
+    >>> res = nsopt.minimize(J, method="newton-cg", rtol=1e-8)
+    >>> bool(res.success and res.certificate.check(J) <= res.fun), res.certificate.source
+    (True, 'dual-point')
+    """
+
+    name = "newton-cg"
+    requires = ("regularized_risk",)
+    self_certifying = True
+    certificate_source = "dual-point"
+    history_fields = ("cg_iterations",)
+    options = {
+        "model": Option("auto", Options(("auto", "gram", "cg")),
+                        doc="how the Newton system is solved: 'cg' (conjugate gradient on "
+                            "Hessian-vector products), 'gram' (Cholesky of the dense Hessian), "
+                            "'auto' (gram when the columns are few)"),
+        "cg_tol": Option(0.1, Interval(Real, 0, 1, closed="neither"),
+                         doc="relative residual ||Hd + g|| / ||g|| at which CG stops"),
+        "max_cg": Option(500, Interval(Integral, 1, None, closed="left"),
+                         doc="conjugate-gradient iterations per Newton step at most"),
+    }
+
+    @classmethod
+    def unsupported_reason(cls, problem):
+        reason = super().unsupported_reason(problem)
+        if reason is not None:
+            return reason
+        reg = problem.base_reg if problem.fit_intercept else problem.reg
+        what = " (with or without an intercept)" if problem.fit_intercept else ""
+        if not getattr(reg, "self_conjugate", False):
+            return (f"method {cls.name!r} needs the L2 regularizer (lam/2)||w||^2{what}, got "
+                    f"{type(reg).__name__}; use 'newton-cd' (L1), 'bmrm', 'ls-bmrm' or "
+                    "'proximal-bundle', which take any regularizer")
+        loss = problem.base_loss if problem.fit_intercept else problem.loss
+        if loss_kind(loss) is None:
+            return (f"method {cls.name!r} needs a twice differentiable binary margin loss whose "
+                    f"conjugate it knows (Logistic, SquaredHinge){what}, got "
+                    f"{type(loss).__name__}; use 'dcd', 'ls-bmrm' or 'proximal-bundle'")
+        return None
+
+    class State(NamedTuple):
+        w: np.ndarray              # the iterate (coefficients, then the intercept)
+        z: np.ndarray              # its scores Xw (+ b)
+        D: np.ndarray              # Hessian weights c l''(z)
+        grad: np.ndarray           # gradient of F at w (intercept last)
+        hdiag: np.ndarray          # diagonal of the Hessian of F
+        fun: float                 # F(w), by the kernels
+        lower_bound: float         # the dual point's bound at w
+        evidence: object           # DualPoint of the (scaled) t
+        w_best: np.ndarray         # = w, valued by the kernels (settled by the loop)
+        fun_best: float
+        cg_iterations: int         # over all steps
+        halvings: int              # line-search halvings so far
+        fails: int                 # consecutive iterations without descent
+        n_steps: int               # Newton steps made
+        stationary: bool
+        subgradient_norm: float
+        linearization_error: float
+        data: object               # newton_cd._Data
+        dense: np.ndarray | None   # X as a dense m x n array (ones column last) on dense data
+
+    # ------------------------------------------------------------------------------------
+    def init(self, problem, x0):
+        problem.evaluate(x0)                       # the fallback answer: F(x0), one oracle call
+        data = prepare(problem, self.model, 0)
+        m, n = data.y.size, data.d + int(data.has_b)
+        dense = None
+        if data.gram and data.values.size >= _DENSE_SHARE * m * data.d:
+            dense = np.ones((m, n))          # the intercept's column stays ones
+            base = problem.problem.base_loss.data
+            X = base.X
+            dense[:, :data.d] = X.toarray() if hasattr(X, "toarray") else X
+        w = np.array(x0, dtype=np.float64)
+        with _one_blas_thread():
+            z = self._scores(data, dense, w)
+            return self._at(problem, data, w, z, None, dense)
+
+    @staticmethod
+    def _scores(data, dense, w):
+        """:math:`Xw` (+ b): BLAS on dense data, else over the columns (CSC)."""
+        if dense is not None:
+            return dense @ w
+        return K.scores(data.indptr, data.indices, data.values, w, data.has_b, data.y.size)
+
+    def _at(self, problem, data, w, z, s, dense=None):
+        """The state at ``w`` with scores ``z``: loss, dual point, gradient pass, bound."""
+        m, lam = data.y.size, problem.lam
+        t, D = np.empty(m), np.empty(m)
+        loss = K.margin_terms(data.kind, z, data.y, data.c, t, D)
+        wp = w * data.pen
+        fun = float(loss + 0.5 * lam * float(wp @ wp))
+        n = w.size
+        dense = s.dense if s is not None else dense
+        cyt = data.c * data.y * t
+        if dense is not None:     # the Hessian's diagonal is not used with the dense model
+            grad, hdiag = -(cyt @ dense), np.zeros(n)
+        else:
+            grad, hdiag = np.empty(n), np.empty(n)
+            K.grad_hess(data.indptr, data.indices, data.values, cyt, D, data.has_b, 0.0, grad,
+                        hdiag)
+        lower, evidence = self._bound(problem, data, t, cyt, grad)
+        grad = grad + lam * wp           # a new array: the evidence keeps the loss's slope
+        hdiag += lam * data.pen
+        fields = dict(w=w, z=z, D=D, grad=grad, hdiag=hdiag, fun=fun, lower_bound=lower,
+                      evidence=evidence, w_best=w, fun_best=fun)
+        if not data.own_value:    # a loss that overrides its oracle: valued by the oracle
+            fields.update(w_best=None, fun_best=math.inf)
+            if s is not None and not np.array_equal(w, s.w):
+                problem.evaluate(w)
+        if s is None:
+            return self.State(**fields, cg_iterations=0, halvings=0, fails=0, n_steps=0,
+                              stationary=False, subgradient_norm=math.nan,
+                              linearization_error=math.nan, data=data, dense=dense)
+        return s._replace(**fields)
+
+    @staticmethod
+    def _bound(problem, data, t, cyt, grad):
+        r"""The Fenchel dual value of ``t`` (on the intercept's equality when there is one;
+        squared hinge: scaled by the best factor). Returns ``(bound, DualPoint)``
+        (``-inf, None`` when rounding leaves it infeasible)."""
+        lam, kind = problem.lam, data.kind
+        t, a = rebalance(data, t, cyt, grad)
+        if kind == K.SQUARED_HINGE:
+            # D(s) = s sum c t - s^2/2 (sum c t^2 + ||a||^2 / lam): its maximiser on s >= 0
+            ct, ctt = K.weighted_moments(t, data.c)
+            curv = ctt + float(a @ a) / lam
+            scale = max(ct, 0.0) / curv if curv > 0 else 1.0
+            t, a = scale * t, scale * a
+        b = -float(K.conjugate_sum(kind, 1.0, t, data.c))
+        with np.errstate(over="ignore", invalid="ignore"):
+            conj = scaled_conjugate(problem.reg, a, lam)
+        if not (math.isfinite(conj) and math.isfinite(b)):
+            return -math.inf, None
+        return b - conj, DualPoint(t, plane=(a, b))
+
+    # ------------------------------------------------------------------------------------
+    def step(self, problem, s):
+        # small products and solves: BLAS threads woken for them cost more than they give
+        with _one_blas_thread():
+            return self._step(problem, s)
+
+    def _step(self, problem, s):
+        data, lam = s.data, problem.lam
+        w, g = s.w, s.grad
+        if data.gram:
+            direction, iters = self._dense_direction(data, s, lam), 0
+        else:
+            direction, iters = self._cg_direction(data, s, lam)
+        q = self._scores(data, s.dense, direction)
+        slope = float(g @ direction)
+        pen = data.pen
+        wd = float((w * pen) @ direction)
+        dd = float((direction * pen) @ direction)
+        ww = float((w * pen) @ w)
+        beta, halvings, accepted = 1.0, 0, False
+        if slope < 0:
+            while halvings <= _MAX_HALVINGS:
+                reg = 0.5 * lam * (ww + 2.0 * beta * wd + beta * beta * dd)
+                f_try = K.line_loss(data.kind, s.z, q, beta, data.y, data.c) + reg
+                if f_try - s.fun <= _SIGMA * beta * slope:
+                    accepted = True
+                    break
+                beta *= 0.5
+                halvings += 1
+        counts = dict(n_steps=s.n_steps + 1, cg_iterations=s.cg_iterations + iters,
+                      halvings=s.halvings + halvings)
+        if not accepted:                      # no descent: exact scores, try again
+            fails = s.fails + 1
+            z = self._scores(data, s.dense, w)
+            s = self._at(problem, data, w, z, s)
+            return s._replace(**counts, fails=fails, stationary=fails >= _MAX_FAILS,
+                              subgradient_norm=float(np.linalg.norm(s.grad)),
+                              linearization_error=0.0)
+        w_new = w + beta * direction
+        if (s.n_steps + 1) % _REFRESH == 0:
+            z = self._scores(data, s.dense, w_new)
+        else:
+            z = s.z + beta * q
+        s = self._at(problem, data, w_new, z, s)
+        return s._replace(**counts, fails=0)
+
+    @staticmethod
+    def _dense_direction(data, s, lam):
+        """The exact Newton step from the dense Hessian (Cholesky; least squares when the
+        intercept's curvature vanishes)."""
+        d, n = data.d, s.w.size
+        if s.dense is not None:   # dense data: BLAS (letter: ~20x the row kernel's speed)
+            B = s.dense * np.sqrt(s.D)[:, None]
+            H = B.T @ B           # numpy's syrk for a product with its own transpose
+        else:
+            pos = np.arange(d, dtype=np.int64)
+            H = K.gram(*data.rows, s.D, pos, n, d if data.has_b else -1, 0.0)
+        H[np.diag_indices_from(H)] += lam * data.pen
+        try:
+            return scipy.linalg.cho_solve(scipy.linalg.cho_factor(H, check_finite=False),
+                                          -s.grad, check_finite=False)
+        except (np.linalg.LinAlgError, ValueError):
+            return np.linalg.lstsq(H, -s.grad, rcond=None)[0]
+
+    def _cg_direction(self, data, s, lam):
+        r"""Preconditioned conjugate gradient on :math:`Hd = -g` ([HCL18]_'s diagonal mix),
+        to :math:`\|Hd + g\| \le \eta\|g\|`. Returns ``(d, iterations)``."""
+        g = s.grad
+        n, m = g.size, data.y.size
+        pen = data.pen
+        M = (1.0 - _PRECONDITIONER_MIX) + _PRECONDITIONER_MIX * s.hdiag
+        M[M <= 0] = 1.0
+        x = np.zeros(n)
+        r = -g
+        z = r / M
+        p = z.copy()
+        rz = float(r @ z)
+        stop = self.cg_tol * float(np.linalg.norm(g))
+        Hp, u = np.empty(n), np.empty(m)
+        it = 0
+        while it < self.max_cg and float(np.linalg.norm(r)) > stop:
+            hess_vec(data.indptr, data.indices, data.values, s.D, p, data.has_b, u, Hp)
+            Hp += lam * pen * p
+            pHp = float(p @ Hp)
+            it += 1
+            if not pHp > 0.0:   # no curvature along p (intercept alone, D = 0)
+                if it == 1:
+                    x = p
+                break
+            alpha = rz / pHp
+            x += alpha * p
+            r -= alpha * Hp
+            z = r / M
+            rz_new = float(r @ z)
+            p = z + (rz_new / rz) * p
+            rz = rz_new
+        return x, it
+
+    def info(self, s):
+        return {"cg_iterations": s.cg_iterations, "line_search_halvings": s.halvings,
+                "model": "gram" if s.data.gram else "cg"}
