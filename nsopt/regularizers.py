@@ -146,7 +146,7 @@ class Regularizer(Oracle):
         :math:`\lambda\Omega + R` (Fenchel-Young). A regularizer may compute it without the
         d-vector :math:`-a/\lambda` (L2: :math:`\|a\|^2/(2\lambda)`): a subclass overrides
         ``_scaled_conjugate``, which receives ``a`` checked (as ``conjugate``'s ``mu``)."""
-        return float(self._scaled_conjugate(self._dual_point(a), lam))
+        return float(self._scaled_conjugate(self._dual_point(a, "a"), lam))
 
     def conjugate_grad(self, mu) -> np.ndarray:
         r"""The dual connection :math:`w = \nabla\Omega^*(\mu)`, a maximiser of
@@ -190,8 +190,8 @@ class Regularizer(Oracle):
         return {}
 
     # --- helpers ----------------------------------------------------------------------------
-    def _dual_point(self, mu) -> np.ndarray:
-        return check_vector(mu, self.dim, "mu")
+    def _dual_point(self, mu, name: str = "mu") -> np.ndarray:
+        return check_vector(mu, self.dim, name)
 
     def __repr__(self):
         args = ", ".join(f"{k}={v}" for k, v in self._params().items())
