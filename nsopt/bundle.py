@@ -55,7 +55,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .certificate import DualPoint
-from .regularizers import scaled_conjugate
+from .regularizers import own_scaled_conjugate, scaled_conjugate
 
 __all__ = ["PlaneBundle"]
 
@@ -619,7 +619,7 @@ class PlaneBundle:
         alpha = self.feasible(alpha)
         a_bar, b_bar = self.combine(alpha)
         with np.errstate(over="ignore", invalid="ignore"):
-            value = float(b_bar - scaled_conjugate(reg, a_bar, lam))
+            value = float(b_bar - own_scaled_conjugate(reg, a_bar, lam))
         if not value > -math.inf and self.n_fixed and self.n_blocks == 1:
             n_coef = getattr(reg, "n_coef", None)  # intercepts: Omega acts on coef only
             amax = float(np.max(np.abs(a_bar if n_coef is None else a_bar[:n_coef]), initial=0.0))
@@ -629,7 +629,7 @@ class PlaneBundle:
                 alpha[0] += 1.0 - tau  # the floor plane (fixed, slope 0)
                 a_bar, b_bar = self.combine(alpha)
                 with np.errstate(over="ignore", invalid="ignore"):
-                    value = float(b_bar - scaled_conjugate(reg, a_bar, lam))
+                    value = float(b_bar - own_scaled_conjugate(reg, a_bar, lam))
         a_bar = self._compact(a_bar)
         if not value > -math.inf:
             return -math.inf, a_bar, b_bar, None

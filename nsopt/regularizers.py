@@ -71,6 +71,21 @@ def scaled_conjugate(reg, a, lam: float) -> float:
     return lam * float(reg.conjugate(-np.asarray(a, dtype=np.float64) / lam))
 
 
+def own_scaled_conjugate(reg, a: np.ndarray, lam: float) -> float:
+    r""":func:`scaled_conjugate` of a vector the caller built itself: a float64 1-D array of
+    ``reg``'s dimension (a master solver's :math:`\bar a = A^T\alpha`), which is not checked
+    again. The checks belong at the boundaries (``reg.scaled_conjugate``, ``Certificate.check``);
+    a master problem asks for this term two or three times an iteration, and the check of
+    ``a`` cost more than the term itself (:class:`L2`: one dot product).
+
+    A :class:`Regularizer` whose public ``scaled_conjugate`` is the base class's gives it by its
+    ``_scaled_conjugate``; any other (a wrapper with its own ``scaled_conjugate``, a duck-typed
+    regularizer) goes through :func:`scaled_conjugate`."""
+    if getattr(type(reg), "scaled_conjugate", None) is Regularizer.scaled_conjugate:
+        return float(reg._scaled_conjugate(a, lam))
+    return scaled_conjugate(reg, a, lam)
+
+
 class Regularizer(Oracle):
     """Base class: a convex regularizer with a computable conjugate.
 
@@ -129,8 +144,9 @@ class Regularizer(Oracle):
         r""":math:`\lambda\Omega^*(-a/\lambda)`, the conjugate term of the bound
         :math:`b - \lambda\Omega^*(-a/\lambda)` that a plane :math:`(a, b)` of the risk proves on
         :math:`\lambda\Omega + R` (Fenchel-Young). A regularizer may compute it without the
-        d-vector :math:`-a/\lambda` (L2: :math:`\|a\|^2/(2\lambda)`)."""
-        return lam * self.conjugate(-np.asarray(a, dtype=np.float64) / lam)
+        d-vector :math:`-a/\lambda` (L2: :math:`\|a\|^2/(2\lambda)`): a subclass overrides
+        ``_scaled_conjugate``, which receives ``a`` checked (as ``conjugate``'s ``mu``)."""
+        return float(self._scaled_conjugate(self._dual_point(a, "a"), lam))
 
     def conjugate_grad(self, mu) -> np.ndarray:
         r"""The dual connection :math:`w = \nabla\Omega^*(\mu)`, a maximiser of
@@ -165,13 +181,17 @@ class Regularizer(Oracle):
     def _conjugate_grad(self, mu: np.ndarray) -> np.ndarray:
         raise NotImplementedError(f"{type(self).__name__}.conjugate_grad is not implemented")
 
+    def _scaled_conjugate(self, a: np.ndarray, lam: float) -> float:
+        """``scaled_conjugate`` on a checked float64 vector ``a``."""
+        return lam * float(self._conjugate(-a / lam))
+
     def _params(self) -> dict:
         """Constructor parameters shown by ``repr``."""
         return {}
 
     # --- helpers ----------------------------------------------------------------------------
-    def _dual_point(self, mu) -> np.ndarray:
-        return check_vector(mu, self.dim, "mu")
+    def _dual_point(self, mu, name: str = "mu") -> np.ndarray:
+        return check_vector(mu, self.dim, name)
 
     def __repr__(self):
         args = ", ".join(f"{k}={v}" for k, v in self._params().items())
@@ -424,8 +444,7 @@ class L2(Regularizer):
     def _conjugate(self, mu):
         return 0.5 * float(mu @ mu)
 
-    def scaled_conjugate(self, a, lam: float) -> float:
-        a = self._dual_point(a)
+    def _scaled_conjugate(self, a, lam: float) -> float:
         return float(a @ a) / (2.0 * lam)
 
     def _conjugate_grad(self, mu):

@@ -139,3 +139,71 @@ def test_sublbfgs_keeps_every_pair_when_the_dense_store_is_no_larger():
                       LBFGSInverseHessian)
     short = nsopt.minimize(J, method="sublbfgs", memory=2, rtol=1e-4, max_iter=500)
     assert short.lower_bound <= res.fun + 1e-12 and res.lower_bound <= short.fun + 1e-12
+
+
+# --- per-iteration overhead: vectors a solver built are not validated again ------------------
+def _hinge_problem(m=60, d=4, seed=0, lam=1e-2):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((m, d))
+    y = np.where(X[:, 0] + 0.3 * rng.standard_normal(m) > 0, 1.0, -1.0)
+    return nsopt.RegularizedRisk(Hinge(X, y), L2(), lam=lam)
+
+
+@pytest.mark.parametrize("method", ["proximal-bundle", "bmrm"])
+def test_master_solves_do_not_revalidate_the_aggregate_slope(method, monkeypatch):
+    """The conjugate term of every master solve and certificate (2-4 an iteration) used to run
+    check_vector on the solver's own A^T alpha; now only a boundary check remains."""
+    from nsopt.regularizers import Regularizer
+
+    calls = []
+    check = Regularizer._dual_point
+
+    def spy(self, *args, **kwargs):
+        calls.append(1)
+        return check(self, *args, **kwargs)
+
+    monkeypatch.setattr(Regularizer, "_dual_point", spy)
+    J = _hinge_problem()
+    res = nsopt.minimize(J, method=method, rtol=1e-6)
+    assert res.success and res.nit >= 10
+    assert len(calls) <= 2, f"{len(calls)} checks in {res.nit} iterations"
+    res.certificate.check(J)
+
+
+def test_scaled_conjugate_checks_its_input_at_the_public_entry():
+    from nsopt.regularizers import L1, own_scaled_conjugate
+
+    for reg in (L2(), L1()):
+        with pytest.raises(ValueError, match="a contains NaN or inf"):
+            reg.scaled_conjugate(np.array([1.0, np.nan]), 1.0)
+        with pytest.raises(ValueError, match="a must be 1-D"):
+            reg.scaled_conjugate(np.ones((2, 2)), 1.0)
+        with pytest.raises(TypeError, match="a must be"):
+            reg.scaled_conjugate(["x", "y"], 1.0)
+    # the unchecked path gives the checked one's value, also through a wrapper with its own
+    # scaled_conjugate (the intercept's regularizer adds the box term)
+    a = np.array([0.3, -0.2, 0.05])
+    for reg in (L2(), L1()):
+        assert own_scaled_conjugate(reg, a, 0.5) == reg.scaled_conjugate(a, 0.5)
+    J = nsopt.RegularizedRisk(Hinge(np.eye(2), np.array([1.0, -1.0])), L2(), lam=0.5,
+                              fit_intercept=True)
+    assert own_scaled_conjugate(J.reg, a, 0.5) == J.reg.scaled_conjugate(a, 0.5)
+    assert J.reg.scaled_conjugate(a, 0.5) > L2().scaled_conjugate(a[:2], 0.5)  # box term
+
+
+def test_qp_solution_reuses_its_last_measure_bit_for_bit():
+    """QPSimplex hands finish_quadratic the w and plane values of its last measure: the
+    solution equals the one formed afresh at the returned multipliers, to the bit."""
+    from nsopt.bundle import PlaneBundle
+    from nsopt.inner.qp_simplex import finish_quadratic
+
+    rng = np.random.default_rng(3)
+    bundle = PlaneBundle(5)
+    for _ in range(12):
+        bundle.add(rng.standard_normal(5), float(rng.standard_normal()))
+    reg, lam = L2(), 1e-2
+    cold = QPSimplex().solve(bundle, reg, lam)
+    for sol in (cold, QPSimplex().solve(bundle, reg, lam, warm=cold.alpha)):
+        fresh = finish_quadratic(bundle, reg, lam, sol.alpha, sol.n_iter)
+        assert np.array_equal(sol.w, fresh.w)
+        assert sol.dual_value == fresh.dual_value and sol.gap == fresh.gap

@@ -80,7 +80,7 @@ from numba import njit
 from scipy.linalg import get_lapack_funcs
 from scipy.linalg.lapack import _compute_lwork
 
-from ..regularizers import scaled_conjugate
+from ..regularizers import own_scaled_conjugate
 from ._base import (InnerSolution, past, InnerSolver, bundle_blocks, check_int_option, default_tol,
                     plane_values)
 
@@ -279,7 +279,10 @@ class QPSimplex(InnerSolver):
         else:
             alpha = warm
         b_max = float(np.abs(b).max())  # |b|'s part of the rounding floor, fixed in the solve
-        grad, viol, dual, target, noise = self._measure(bundle, lam, alpha, tol, blocks, b_max)
+        grad, viol, dual, target, noise, a = self._measure(bundle, lam, alpha, tol, blocks, b_max)
+        # the multipliers last measured with (MA)^T alpha and the plane values, while fresh (no
+        # pair update since: _smo moves alpha and grad in place)
+        last, fresh = (alpha, a, grad), True
         n_iter = polishes = stalls = 0
         best = dual
         G_smo = _c_block(G, _gram_buffer(bundle))
@@ -290,11 +293,14 @@ class QPSimplex(InnerSolver):
             it, smo_viol = _smo(G_smo, b, lam, alpha, grad, blocks.labels, blocks.n_blocks,
                                 target, 0.0, min(budget, self.max_iter - n_iter))
             n_iter += it
+            fresh = fresh and it == 0
             stable = not ((alpha > 0) != support).any()
             can_polish = polishes < self.polish_rounds
             if not (smo_viol <= target or it == 0 or (stable and can_polish)):
                 continue
-            grad, viol, dual, target, noise = self._measure(bundle, lam, alpha, tol, blocks, b_max)
+            grad, viol, dual, target, noise, a = self._measure(bundle, lam, alpha, tol, blocks,
+                                                               b_max)
+            last, fresh = (alpha, a, grad), True
             if viol <= target:
                 break
             # stalled at the rounding level: SMO's rounds (and polishes) no longer raise D
@@ -314,18 +320,23 @@ class QPSimplex(InnerSolver):
             trial = self._measure(bundle, lam, polished, tol, blocks, b_max)
             if trial[2] >= dual - 8 * _EPS * (abs(dual) + 1.0):
                 alpha = polished
-                grad, viol, dual, target, noise = trial
+                grad, viol, dual, target, noise, a = trial
+                last, fresh = (alpha, a, grad), True
                 if dual > best + noise:
                     best, stalls = dual, 0
             elif it == 0:
                 break
         n_iter += polishes
-        alpha = blocks.normalize(alpha)
-        return finish_quadratic(bundle, reg, lam, alpha, n_iter, blocks)
+        measured = last if fresh and last[0] is alpha else None
+        normalized = blocks.normalize(alpha)
+        if measured is not None and not np.array_equal(normalized, alpha):
+            measured = None  # the rescaling moved alpha: w and the plane values are re-formed
+        return finish_quadratic(bundle, reg, lam, normalized, n_iter, blocks, measured)
 
     @staticmethod
     def _measure(bundle, lam, alpha, tol, blocks, b_max=None):
-        """``(grad, violation, D, target, noise)`` at ``alpha``, the gradient afresh from ``w``.
+        """``(grad, violation, D, target, noise, a)`` at ``alpha``, the gradient afresh from ``w``
+        (``a = (MA)^T alpha``, ``w = -a / lam``).
 
         ``<a_i, w> + b_i`` in O(n d) is more accurate than ``b - G alpha / lam``, whose terms
         ``(G alpha)_k / lam`` can be much larger than the plane values they sum to. The target is
@@ -336,7 +347,8 @@ class QPSimplex(InnerSolver):
         a solve).
         """
         b = bundle.b
-        grad = plane_values(bundle, primal_point(bundle, lam, alpha))
+        a = bundle.rmatvec(alpha, metric=True)
+        grad = plane_values(bundle, -a / lam)  # w = -(MA)^T alpha / lam, as primal_point forms it
         dual = 0.5 * float(alpha @ (b + grad))  # D = alpha^T (b + g) / 2 for the quadratic
         if b_max is None:
             b_max = float(np.abs(b).max())
@@ -349,7 +361,7 @@ class QPSimplex(InnerSolver):
         scale = float(b_max + dev)
         floor = 4.0 * _EPS * math.sqrt(b.size + bundle.dim) * scale
         noise = floor + 8.0 * _EPS * (1.0 + abs(dual))
-        return grad, viol, dual, max(default_tol(tol, dual), floor), noise
+        return grad, viol, dual, max(default_tol(tol, dual), floor), noise, a
 
 
 @njit(cache=True)
@@ -511,15 +523,24 @@ def primal_point(bundle, lam, alpha):
     return -bundle.rmatvec(alpha, metric=True) / lam
 
 
-def finish_quadratic(bundle, reg, lam, alpha, n_iter, blocks=None) -> InnerSolution:
-    """``w``, the dual value (through ``reg.conjugate``) and the gap at feasible ``alpha``
-    (``blocks``: the bundle's block structure, read from it when None)."""
+def finish_quadratic(bundle, reg, lam, alpha, n_iter, blocks=None, measured=None) -> InnerSolution:
+    r"""``w``, the dual value (through ``reg.conjugate``) and the gap at feasible ``alpha``
+    (``blocks``: the bundle's block structure, read from it when None).
+
+    ``measured``: ``(alpha, a, grad)`` of :meth:`QPSimplex._measure` at these very multipliers:
+    without a metric (``M = I``) ``a = (MA)^T alpha`` is :math:`\bar a = A^T\alpha` and ``grad``
+    the plane values at ``w = -a / lam``, taken instead of formed again (the same operations,
+    so the same bits)."""
     if blocks is None:
         blocks = bundle_blocks(bundle)
-    a_bar = bundle.rmatvec(alpha)
+    grad = None
+    if measured is not None and bundle.metric is None:
+        _, a_bar, grad = measured
+    else:
+        a_bar = bundle.rmatvec(alpha)
     support = alpha.nonzero()[0]
     b_dot = float(alpha[support] @ bundle.b[support])
-    dual = b_dot - scaled_conjugate(reg, a_bar, lam)
+    dual = b_dot - own_scaled_conjugate(reg, a_bar, lam)  # a_bar is ours: no re-check
     if bundle.metric is not None:
         w = np.divide(bundle.rmatvec(alpha, metric=True), -lam)
         dual_gram = b_dot + 0.5 * float(a_bar @ w)  # the same value through the bundle's metric
@@ -528,11 +549,12 @@ def finish_quadratic(bundle, reg, lam, alpha, n_iter, blocks=None) -> InnerSolut
         dual_gram = b_dot - 0.5 * float(a_bar @ a_bar) / lam
         w = np.divide(a_bar, -lam, out=a_bar)
     del a_bar
+    if grad is None:
+        grad = plane_values(bundle, w)
     if not abs(dual - dual_gram) <= 1e-8 * (1.0 + abs(b_dot) + abs(dual - b_dot)):
         raise ValueError(
             f"the bundle's metric does not match {type(reg).__name__}'s conjugate "
             f"(dual value {dual!r} by reg.conjugate, {dual_gram!r} by the Gram matrix); build the "
             "bundle as PlaneBundle(dim, metric=reg.metric) (no metric for L2)"
         )
-    grad = plane_values(bundle, w)
     return InnerSolution(alpha, dual, w, blocks.gap(alpha, grad), int(n_iter))

@@ -44,13 +44,19 @@ def _n_intercepts(problem) -> int:
 
 
 class _ShiftedPlanes:
-    """The planes of a bundle with other offsets (a read-only view for the master solver)."""
+    """The planes of a bundle with other offsets (a read-only view for the master solver).
+
+    A view lives for one master solve, during which the bundle does not change: an attribute
+    read from the bundle is kept on the view (a solve reads ``n``, ``G``, ``matvec`` ... a few
+    dozen times)."""
 
     def __init__(self, bundle: PlaneBundle, b: np.ndarray):
         self._bundle, self.b = bundle, b
 
     def __getattr__(self, name):
-        return getattr(self._bundle, name)
+        value = getattr(self._bundle, name)
+        self.__dict__[name] = value
+        return value
 
 
 class _ScaledInterceptPlanes(_ShiftedPlanes):
