@@ -246,7 +246,7 @@ def test_lp_failure_is_a_status_not_a_crash(monkeypatch):
 
 def test_qp_failure_falls_back_to_the_lp_point(monkeypatch):
     case = chebyshev_case(2)
-    monkeypatch.setattr(LevelBundle, "_project", lambda self, *a: (None, None, None))
+    monkeypatch.setattr(LevelBundle, "_project", lambda self, *a: (None, None))
     res = nsopt.minimize(case.oracle, method="level-bundle", bounds=(case.lb, case.ub), rtol=1e-6,
                          max_iter=3000)
     assert res.success and res.info["n_qp_fallbacks"] >= res.nit  # every projection (init too)

@@ -51,47 +51,6 @@ def test_projection_matches_clarabel_and_its_multipliers_are_kkt(seed, m, d, mar
     np.testing.assert_allclose(x[free], step[free], atol=1e-7)
 
 
-@settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 2 ** 16), m=st.integers(1, 60), d=st.integers(1, 25),
-       margin=st.sampled_from([0.0, 0.3]), junk=st.booleans())
-def test_warm_started_projection_equals_the_cold_one(seed, m, d, margin, junk):
-    """The next projection of the level method (a new plane, a moved centre and level) from
-    the last active set, box sides renumbered as the level method does, (plus out-of-range,
-    repeated and random indices) is the cold projection to 1e-12, and so are its multipliers
-    where the active set is not degenerate (both KKT: x = clip(c - A^T mult))."""
-    A, r, lb, ub, c = _instance(seed, m, d, margin)
-    x, _, act = project_level_set(A, r, lb, ub, c, return_active=True)
-    if x is None:
-        return
-    rng = np.random.default_rng(seed + 1)
-    A2 = np.vstack([A, rng.standard_normal(d)])
-    r2 = np.append(r - 0.05 * rng.random(), A2[-1] @ x - 0.1 * rng.random())  # cuts x off
-    c2 = x + 0.1 * rng.standard_normal(d)
-    warm = np.where(act < m, act, act + 1)              # box sides move up by the new plane
-    if junk:
-        warm = np.concatenate([warm, warm[:2], rng.integers(-3, m + 2 * d + 4, 4)])
-    x_cold, mult_cold = project_level_set(A2, r2, lb, ub, c2)
-    x_warm, mult_warm, act_warm = project_level_set(A2, r2, lb, ub, c2, warm=warm,
-                                                    return_active=True)
-    assert (x_cold is None) == (x_warm is None)
-    if x_cold is None:
-        return
-    np.testing.assert_allclose(x_warm, x_cold, rtol=0, atol=1e-12 * (1 + np.abs(c2).max()))
-    assert np.all(mult_warm >= 0) and np.all(act_warm < m + 1 + 2 * d)
-    step = c2 - A2.T @ mult_warm                         # KKT of the warm answer
-    free = (x_warm > lb + 1e-9) & (x_warm < ub - 1e-9)
-    np.testing.assert_allclose(x_warm[free], step[free], atol=1e-8 * (1 + np.abs(c2).max()))
-
-
-def test_warm_start_drops_a_guess_with_a_negative_multiplier():
-    # a guess that x <= 1 and x >= -5 are active when the centre 0 is inside: their multipliers
-    # would be negative, so they leave, and the answer is the centre itself
-    A = np.array([[1.0]])
-    x, mult, act = project_level_set(A, np.array([1.0]), np.array([-5.0]), np.array([5.0]),
-                                     np.array([0.0]), warm=[0, 2], return_active=True)
-    assert x.tolist() == [0.0] and mult.tolist() == [0.0] and act.size == 0
-
-
 def test_projection_reports_an_empty_level_set():
     A = np.array([[1.0], [-1.0]])                  # x <= -1 and x >= 1
     x, mult = project_level_set(A, np.array([-1.0, -1.0]), np.array([-5.0]), np.array([5.0]),

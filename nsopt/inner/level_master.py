@@ -355,75 +355,7 @@ def _drop(J, R, u, act, q, pos):
 
 
 @numba.njit(cache=True)
-def _warm_multipliers(A, r, lb, ub, centre, R, act, q, u, y, npv):  # pragma: no cover
-    """u = -(R^T R)^{-1} s_W(c): the multipliers of the projection of c onto the affine set
-    where the q active constraints hold with equality (N = J_1 R)."""
-    for k in range(q):
-        s = _slack(A, r, lb, ub, act[k], centre)
-        for l in range(k):
-            s += R[l, k] * y[l]
-        y[k] = -s / R[k, k]
-    for k in range(q - 1, -1, -1):
-        s = y[k]
-        for l in range(k + 1, q):
-            s -= R[k, l] * u[l]
-        u[k] = s / R[k, k]
-
-
-@numba.njit(cache=True)
-def _warm_start(A, r, lb, ub, centre, warm, norms, x, J, R, u, act, is_act, npv, dv):
-    """A dual-feasible start of Goldfarb-Idnani from a guessed active set ``warm``: its
-    independent constraints are factorised (Givens, as in a full step), the projection of c
-    onto their equality set is computed, and the constraint with the most negative multiplier
-    is dropped until every multiplier is >= 0 (an S-pair of [GI83]: x minimises the QP with
-    the remaining active constraints as equalities). Returns q."""
-    m, d = A.shape
-    q = 0
-    for w in range(warm.size):
-        i = warm[w]
-        if i < 0 or i >= m + 2 * d or is_act[i] or norms[i] == 0.0 or q >= d:
-            continue
-        if i >= m + d:
-            if not math.isfinite(lb[i - m - d]):
-                continue
-        elif i >= m:
-            if not math.isfinite(ub[i - m]):
-                continue
-        _normal(A, i, npv)
-        dv[:] = J @ npv
-        for j in range(d - 1, q, -1):
-            c, s, h = _givens(dv[j - 1], dv[j])
-            if h == 0.0:
-                continue
-            dv[j - 1], dv[j] = h, 0.0
-            _rotate_cols(J, j - 1, c, s)
-        if abs(dv[q]) <= 1e-8 * norms[i]:
-            continue                # (nearly) dependent: left out (J_2 stays orthonormal)
-        for k in range(q + 1):
-            R[k, q] = dv[k]
-        act[q] = i
-        is_act[i] = True
-        q += 1
-    y = np.zeros(d + 1)
-    while q > 0:
-        _warm_multipliers(A, r, lb, ub, centre, R, act, q, u, y, npv)
-        pos, worst = -1, 0.0
-        for k in range(q):
-            if u[k] < worst:
-                worst, pos = u[k], k
-        if pos < 0:
-            break
-        is_act[act[pos]] = False
-        q = _drop(J, R, u, act, q, pos)
-    x[:] = centre
-    for k in range(q):
-        _normal(A, act[k], npv)
-        x += u[k] * npv
-    return q
-
-
-@numba.njit(cache=True)
-def _project(A, r, lb, ub, centre, tol, max_iter, warm):  # pragma: no cover (compiled)
+def _project(A, r, lb, ub, centre, tol, max_iter):  # pragma: no cover (compiled)
     m, d = A.shape
     n_con = m + 2 * d
     x = centre.copy()
@@ -444,8 +376,6 @@ def _project(A, r, lb, ub, centre, tol, max_iter, warm):  # pragma: no cover (co
         norms[i] = math.sqrt(s)
     norms[m:] = 1.0
     q = 0
-    if warm.size:
-        q = _warm_start(A, r, lb, ub, centre, warm, norms, x, J, R, u, act, is_act, npv, dv)
     it = 0
     while True:
         # step 1: the most violated constraint (relative to its normal's length)
@@ -534,8 +464,7 @@ def _project(A, r, lb, ub, centre, tol, max_iter, warm):  # pragma: no cover (co
             q = _drop(J, R, u, act, q, pos)
 
 
-def project_level_set(A, r, lb, ub, centre, *, tol: float = 1e-12, max_iter: int | None = None,
-                      warm=None, return_active: bool = False):
+def project_level_set(A, r, lb, ub, centre, *, tol: float = 1e-12, max_iter: int | None = None):
     r"""The projection :math:`\arg\min \tfrac12\|x - c\|^2` s.t. :math:`A x \le r`,
     :math:`lb \le x \le ub`, by Goldfarb and Idnani's dual active-set method.
 
@@ -554,16 +483,6 @@ def project_level_set(A, r, lb, ub, centre, *, tol: float = 1e-12, max_iter: int
         ``-tol`` (the caller scales it).
     max_iter : int, optional
         Cap on active-set changes; default ``10 (m + 2 d)``.
-    warm : array of int, optional
-        A guessed active set (the ``active`` of an earlier call on nearby data), in the
-        constraint numbering below: the method starts from the projection of ``centre`` onto
-        the equality set of its independent members, after dropping those whose multiplier
-        is negative (a dual-feasible start of [GI83]_, so the answer is the same projection;
-        it saves the steps that would rebuild the set). Indices out of range are ignored.
-    return_active : bool, default False
-        Also return ``active``: the constraints active at the solution, numbered ``0..m-1``
-        for the planes, ``m + j`` for ``x_j <= ub_j`` and ``m + d + j`` for ``x_j >= lb_j``
-        (empty when x is None).
 
     Returns
     -------
@@ -588,17 +507,11 @@ def project_level_set(A, r, lb, ub, centre, *, tol: float = 1e-12, max_iter: int
     ub = np.ascontiguousarray(ub, dtype=np.float64)
     c = np.ascontiguousarray(centre, dtype=np.float64)
     cap = 10 * (m + 2 * d) if max_iter is None else int(max_iter)
-    warm = _NO_WARM if warm is None else np.ascontiguousarray(warm, dtype=np.int64)
-    x, u, act, q, status = _project(A, r, lb, ub, c, float(tol), cap, warm)
+    x, u, act, q, status = _project(A, r, lb, ub, c, float(tol), cap)
     mult = np.zeros(m)
     if status != 0:
-        return (None, mult, _NO_WARM) if return_active else (None, mult)
+        return None, mult
     act, u = act[:q], u[:q]
     planes = act < m
     mult[act[planes]] = u[planes]
-    if return_active:
-        return np.clip(x, lb, ub), mult, act.copy()
     return np.clip(x, lb, ub), mult
-
-
-_NO_WARM = np.zeros(0, dtype=np.int64)

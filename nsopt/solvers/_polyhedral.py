@@ -127,20 +127,20 @@ class PolyhedralLevelBundle(LevelBundle):
             raise OracleNumericalError(f"level-bundle: {exc}", None, "the master LP") from None
         return m._replace(alpha=_tag(m.alpha, m.y))
 
-    def _project(self, bundle, centre, level, slack, lb, ub, warm=None):
+    def _project(self, bundle, centre, level, slack, lb, ub):
         """The projection onto the level set within the rows: ``(x, plane multipliers carrying
-        the rows' ones, None)`` or ``(None, None, None)`` (cold: ``warm`` is not used)."""
+        the rows' ones)`` or ``(None, None)``."""
         rows = bundle.rows()
         A = rows.toarray() if sp.issparse(rows) else np.asarray(rows)
         n = A.shape[0]
         x, mult = project_polyhedron(self._rows, self._n_eq, lb, ub, centre,
                                      (A, level - bundle.b))
         if x is None or not np.all(np.isfinite(x)) or not bundle.model(x) <= level + slack:
-            return None, None, None
+            return None, None
         y = mult[n:]
         if self._n_eq:      # the equalities' multipliers: any sign will do (least squares)
             y = _equality_multipliers(self._rows, self._n_eq, bundle.rmatvec(mult[:n]), y)
-        return x, _tag(mult[:n], y), None
+        return x, _tag(mult[:n], y)
 
     def _offer(self, problem, bundle, alpha, lower, evidence, lb, ub):
         """The weak-duality bound of the plane multipliers ``alpha`` and the rows' multipliers

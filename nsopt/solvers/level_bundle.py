@@ -225,8 +225,6 @@ class LevelBundle(Solver):
         n_qp_fallbacks: int
         lp: object = None          # the warm LP (DenseBoxLP or BoxModelLP, rows = the bundle's) or None
         k: int = 0                 # iterations (steps) so far
-        qp_active: object = None   # the last projection's active set (plane i: i; ub_j: -(j+1);
-                                   # lb_j: -(d+j+1)): the next projection's warm start
 
     def check_problem(self, problem):  # required_options says so up front
         """Any oracle, but only with a bounded set: a finite box ``bounds`` (a constraint), or
@@ -273,23 +271,18 @@ class LevelBundle(Solver):
                 return ModelMinimum(x, -math.inf, np.zeros(bundle.n), None, -math.inf)
             raise OracleNumericalError(f"level-bundle: {exc}", None, "the master LP") from None
 
-    def _project(self, bundle, centre, level, slack, lb, ub, warm=None):
+    def _project(self, bundle, centre, level, slack, lb, ub):
         """:math:`\\arg\\min \\|x - c\\|^2` s.t. :math:`A x + b \\le l`, :math:`x \\in Q`
-        (:func:`~nsopt.inner.level_master.project_level_set`, Goldfarb-Idnani, compiled),
-        warm-started from ``warm``, the active set of the last projection (coded as
-        ``State.qp_active``: the same projection, fewer active-set steps);
-        ``(x, multipliers of the planes, active set)``, or ``(None, None, None)`` when it fails
-        or its point's model value is not within ``slack`` of the level."""
+        (:func:`~nsopt.inner.level_master.project_level_set`, Goldfarb-Idnani, compiled);
+        ``(x, multipliers of the planes)``, or ``(None, None)`` when it fails or its point's
+        model value is not within ``slack`` of the level."""
         rows = bundle.rows()
         A = rows.toarray() if sp.issparse(rows) else rows
-        m = A.shape[0]
         scale = 1.0 + float(np.max(np.abs(centre), initial=0.0))
-        start = None if warm is None else np.where(warm >= 0, warm, m - 1 - warm)
-        x, mult, act = project_level_set(A, level - bundle.b, lb, ub, centre, tol=1e-12 * scale,
-                                         warm=start, return_active=True)
+        x, mult = project_level_set(A, level - bundle.b, lb, ub, centre, tol=1e-12 * scale)
         if x is None or not np.all(np.isfinite(x)) or not bundle.model(x) <= level + slack:
-            return None, None, None
-        return x, mult, np.where(act < m, act, m - 1 - act)
+            return None, None
+        return x, mult
 
     def _offer(self, problem, bundle, alpha, lower, evidence, lb, ub):
         """The bound :math:`\\bar b + \\min_Q\\langle\\bar a, y\\rangle` of the multipliers
@@ -304,7 +297,7 @@ class LevelBundle(Solver):
         return lower, evidence
 
     def _iterate(self, problem, bundle, x, fun_up, lower, evidence, lb, ub, fallbacks, lp=None,
-                 alpha=None, warm=None):
+                 alpha=None):
         """Bound, level and next point for the current bundle (the state after an evaluation).
 
         ``alpha``: the last LP's multipliers, aligned with the bundle (None: solve the LP now).
@@ -318,13 +311,12 @@ class LevelBundle(Solver):
             lower, evidence = self._offer(problem, bundle, m.alpha, lower, evidence, lb, ub) \
                 if m.bound > lower else (lower, evidence)
             alpha, point, solved = m.alpha, m.point, True
-        nxt, mult, level, qp_active = None, None, lower, None
+        nxt, mult, level = None, None, lower
         while True:
             level = lower + self.level_fraction * (fun_up - lower)             # [LNN95, Sec. 2]
             if not (fun_up - lower > 0 and lower > -math.inf):
                 break               # closed up to rounding: the loop stops on this state
-            nxt, mult, qp_active = self._project(bundle, x, level, 0.5 * (fun_up - level), lb,
-                                                 ub, warm)
+            nxt, mult = self._project(bundle, x, level, 0.5 * (fun_up - level), lb, ub)
             if nxt is not None or solved:
                 break
             # an empty level set (the model's minimum is above the level), or a failed
@@ -347,8 +339,7 @@ class LevelBundle(Solver):
         bundle.update_ages(active.astype(np.float64))
         return self.State(x=x, fun_up=fun_up, lower_bound=lower, evidence=evidence, level=level,
                           x_next=freeze(nxt), alpha=alpha, active=active, bundle=bundle,
-                          lb=lb, ub=ub, n_planes=bundle.n, n_qp_fallbacks=fallbacks, lp=lp,
-                          qp_active=qp_active)
+                          lb=lb, ub=ub, n_planes=bundle.n, n_qp_fallbacks=fallbacks, lp=lp)
 
     # --- init and step -----------------------------------------------------------------------
     def init(self, problem, x0):
@@ -384,15 +375,9 @@ class LevelBundle(Solver):
         if not s.fun_up - s.lower_bound > 0:
             return s
         bundle = s.bundle
-        alpha, warm = s.alpha, s.qp_active
+        alpha = s.alpha
         if self.max_planes is not None and bundle.n >= self.max_planes:
-            keep = self._make_room(bundle, s.alpha, s.active, s.lp)
-            alpha = alpha[keep]
-            if warm is not None:        # the kept planes' new numbers; dropped ones leave
-                new = np.full(s.alpha.size, -1, dtype=np.int64)
-                new[keep] = np.arange(keep.size)
-                planes = warm >= 0
-                warm = np.concatenate([new[warm[planes]][new[warm[planes]] >= 0], warm[~planes]])
+            alpha = alpha[self._make_room(bundle, s.alpha, s.active, s.lp)]
         ev = problem.evaluate(s.x_next)
         bundle.add_at(ev.w, ev.fun, ev.subgradient)
         self._mirror(bundle, s.lp)
@@ -400,7 +385,7 @@ class LevelBundle(Solver):
         lazy = s.lp is not None and (self.lp_every is None or (s.k + 1) % self.lp_every)
         return self._iterate(problem, bundle, ev.w, min(s.fun_up, float(ev.fun)), s.lower_bound,
                              s.evidence, s.lb, s.ub, s.n_qp_fallbacks, s.lp,
-                             alpha if lazy else None, warm)._replace(k=s.k + 1)
+                             alpha if lazy else None)._replace(k=s.k + 1)
 
     def _make_room(self, bundle, alpha, active, lp=None):
         """Drop planes until one more fits: inactive ones first (longest idle first), then
