@@ -5,6 +5,11 @@ solvers see values and subgradients only, never the formula), with the same func
 as a cvxpy expression:
 
 * ``l1-fit``: :math:`\|Ax - b\|_1`, A 2000 x 100 Gaussian, ``b = A x_true + 0.1 N(0, 1)``;
+* ``l1-fit-halfspace``: the same function with one more constraint, the halfspace
+  :math:`1^T x \le 1^T x_{ref} - 1` (binding: it cuts off the unconstrained minimiser
+  ``x_ref``), given as ``A_ub, b_ub`` (a row of ones) to the methods that take rows and as a
+  constraint to cvxpy; the methods that take no rows (subbfgs, sublbfgs) read ``n/a
+  (refuses ...)``;
 * ``max-affine``: :math:`\max_i (Ax + b)_i + \tfrac{0.005}{2}\|x\|^2`, 500 pieces, d = 50;
 * ``chebyshev``: minimax fit of :math:`|t|` at 2000 Chebyshev points of [-1, 1] by a
   polynomial of degree 20 in the Chebyshev basis, :math:`\max_j |(Vc - y)_j|`;
@@ -66,11 +71,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import catalogue as C  # noqa: E402  (the functions are built once, in tests/catalogue.py)
 
 METHODS = ["level-bundle", "proximal-bundle", "subbfgs", "sublbfgs"]
-FUNCTIONS = ["l1-fit", "max-affine", "chebyshev", "max-eigenvalue", "hinge-synthetic", "hinge-a9a"]
+FUNCTIONS = ["l1-fit", "l1-fit-halfspace", "max-affine", "chebyshev", "max-eigenvalue", "hinge-synthetic", "hinge-a9a"]
 
 #: (full, tiny) instance sizes
 SIZES = {
     "l1-fit": ({"m": 2000, "d": 100}, {"m": 60, "d": 5}),
+    "l1-fit-halfspace": ({"m": 2000, "d": 100}, {"m": 60, "d": 5}),
     "max-affine": ({"n_pieces": 500, "d": 50}, {"n_pieces": 30, "d": 4}),
     "chebyshev": ({"n_points": 2000, "degree": 20}, {"n_points": 50, "degree": 4}),
     "max-eigenvalue": ({"n": 30, "k": 20}, {"n": 6, "k": 3}),
@@ -84,7 +90,7 @@ MU = 0.005   # max-affine ridge
 def build(name, size):
     """``(oracle, cvxpy expression of x)`` of a function, or None (a9a absent)."""
     s = SIZES[name][size == "tiny"]
-    if name == "l1-fit":
+    if name in ("l1-fit", "l1-fit-halfspace"):
         A, b, _ = C.l1_fit_data(s["m"], s["d"], noise=0.1, seed=0)
         return C.l1_fit(A, b)
     if name == "max-affine":
@@ -111,25 +117,42 @@ def build(name, size):
 
 
 class Region:
-    """A box ``[-h, h]^d`` or a ball ``||x|| <= R`` around 0, sized from ``x_ref``."""
+    """A box ``[-h, h]^d`` or a ball ``||x|| <= R`` around 0, sized from ``x_ref``; with
+    ``halfspace``, also the constraint ``1^T x <= 1^T x_ref - 1`` (``rows``: A_ub, b_ub)."""
 
-    def __init__(self, kind, x_ref):
+    def __init__(self, kind, x_ref, halfspace=False):
         self.kind, self.d = kind, x_ref.size
         self.h = 2.0 * float(np.abs(x_ref).max()) + 1.0
         self.R = 2.0 * float(np.linalg.norm(x_ref)) + 1.0
+        self.rows = ((np.ones((1, self.d)), np.array([float(x_ref.sum()) - 1.0]))
+                     if halfspace else None)
 
     def __str__(self):
-        return f"box |x_i| <= {self.h:.3g}" if self.kind == "box" else f"ball ||x|| <= {self.R:.3g}"
+        text = f"box |x_i| <= {self.h:.3g}" if self.kind == "box" else f"ball ||x|| <= {self.R:.3g}"
+        return text + (f", sum(x) <= {self.rows[1][0]:.4g}" if self.rows is not None else "")
 
     def cvxpy_constraints(self, x):
         import cvxpy as cp
-        return [x >= -self.h, x <= self.h] if self.kind == "box" else [cp.norm(x, 2) <= self.R]
+        out = [x >= -self.h, x <= self.h] if self.kind == "box" else [cp.norm(x, 2) <= self.R]
+        if self.rows is not None:
+            out.append(self.rows[0] @ x <= self.rows[1])
+        return out
+
+    def row_options(self):
+        return {} if self.rows is None else {"A_ub": self.rows[0], "b_ub": self.rows[1]}
 
     def stated(self):
         """The region as ``Certificate.check`` takes it."""
-        return {"bounds": (-self.h, self.h)} if self.kind == "box" else {"radius": self.R}
+        return ({"bounds": (-self.h, self.h)} if self.kind == "box"
+                else {"radius": self.R}) | self.row_options()
 
     def project(self, x):
+        """A point of the region near x (the halfspace's projection, then the box's or the
+        ball's, which keep it: the points projected lie well inside the box)."""
+        if self.rows is not None:
+            a, t = self.rows[0][0], self.rows[1][0]
+            x = x - max(0.0, float(a @ x) - t) / float(a @ a) * a
+            x = x - 1e-12 * (1.0 + abs(t)) * a / float(a @ a)   # strictly inside, to rounding
         if self.kind == "box":
             return np.clip(x, -self.h, self.h)
         n = np.linalg.norm(x)
@@ -159,15 +182,17 @@ DEFAULT_REGION_OPTIONS = {"box": _box, "ball": _ball}
 
 
 def region_options(method, region):
-    return REGION_OPTIONS.get(method, DEFAULT_REGION_OPTIONS)[region.kind](region)
+    return REGION_OPTIONS.get(method, DEFAULT_REGION_OPTIONS)[region.kind](region) \
+        | region.row_options()
 
 
 def given(method, region):
     """The region option a method gets, in words."""
     opts = region_options(method, region)
+    rows = ", A_ub" if "A_ub" in opts else ""
     if "bounds" in opts:
-        return f"bounds +-{opts['bounds'][1]:.3g}"
-    return f"radius {opts['radius']:.3g}"
+        return f"bounds +-{opts['bounds'][1]:.3g}{rows}"
+    return f"radius {opts['radius']:.3g}{rows}"
 
 
 def cvxpy_solve(f, expression, region, solver, **settings):
@@ -263,7 +288,7 @@ def main(argv=None):
             continue
         f, expression = built
         _, _, x_ref = cvxpy_solve(f, expression, None, cp.CLARABEL)
-        region = Region(args.region, x_ref)
+        region = Region(args.region, x_ref, halfspace=name.endswith("-halfspace"))
         clar_s, clar_solver_s, x_cl = cvxpy_solve(f, expression, region, cp.CLARABEL)
         f_star = f.value(region.project(x_cl))
         if args.no_scs:
@@ -298,6 +323,13 @@ def main(argv=None):
         # every lower bound below the best value seen at a point of the region
         results = [r for r in runs.values() if not isinstance(r, str)]
         f_ref = min([f_star, f.value(region.project(x_ref))] + [r.fun for r in results])
+        if region.rows is not None:     # every run's point must satisfy the rows
+            for method, res in runs.items():
+                excess = (0.0 if isinstance(res, str)
+                          else float((region.rows[0] @ res.x - region.rows[1]).max()))
+                if excess > 1e-9 * (1.0 + abs(region.rows[1][0])):
+                    violations.append((name, method, "row", excess))
+                    print(f"  VIOLATION: {method}'s x violates A_ub x <= b_ub by {excess:.3g}")
         for method, res in runs.items():
             if isinstance(res, str):
                 continue

@@ -60,6 +60,13 @@ def test_any_oracle_script_prints_a_row_per_function(capsys):
     assert n_run >= len(any_oracle.FUNCTIONS) - 1  # a9a may be absent from the data folder
     for method in any_oracle.METHODS:
         assert sum(line.split()[:1] == [method] for line in lines) == n_run
+    # the row with a halfspace A_ub x <= b_ub: run by the methods that take rows (and their
+    # points checked against it: no VIOLATION above), refused by the others
+    half = out[out.index("\nl1-fit-halfspace"):].split("\n\n")[0]
+    assert "sum(x) <=" in half and half.count("A_ub]") == 2
+    refused = [line.split()[0] for line in half.splitlines()
+               if "n/a (refuses radius, A_ub, b_ub" in line]
+    assert refused == ["subbfgs", "sublbfgs"]
 
 
 def test_peers_script_prints_every_cell_and_its_claims_hold(capsys):

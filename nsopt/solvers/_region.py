@@ -274,10 +274,11 @@ class RegionCertifier:
     the longest idle first, a tenth of ``max_planes`` at once; then the bundle is aggregated
     (a convex combination of planes is a plane: the bound so far stays provable).
 
-    The LP lives on between bounds when HiGHS's object model is importable
-    (:class:`~nsopt.inner.level_master.BoxModelLP`: new planes are added as rows, dropped
-    ones deleted, and the dual simplex restarts from the last basis; an aggregation rebuilds
-    it); otherwise, or when it reports no optimum, it is solved from scratch.
+    The LP lives on between bounds (new planes are added as rows, dropped ones deleted, and
+    the dual simplex restarts from the last basis; an aggregation rebuilds it): the compiled
+    :class:`~nsopt.inner.level_master.DenseBoxLP` without rows up to 300 variables, else
+    HiGHS's :class:`~nsopt.inner.level_master.BoxModelLP` when its object model is
+    importable; otherwise, or when it reports no optimum, it is solved from scratch.
 
     Parameters
     ----------
@@ -377,19 +378,27 @@ class RegionCertifier:
         return self.best
 
     def _hot_minimum(self) -> ModelMinimum | None:
-        """The model's minimum through the hot-started LP
-        (:class:`~nsopt.inner.level_master.BoxModelLP` over the region's enclosing box, built
-        from the bundle on first use and after an aggregation); None when HiGHS's object
-        model is unavailable or does not report an optimum (the caller solves from scratch).
-        The bound is computed from the multipliers made feasible, never the LP's value."""
-        from ..inner.level_master import BoxModelLP, highs_available
+        """The model's minimum through the warm LP over the region's enclosing box, built
+        from the bundle on first use and after an aggregation: without rows and up to
+        ``DENSE_LP_MAX_DIM`` variables the compiled dense dual simplex
+        (:class:`~nsopt.inner.level_master.DenseBoxLP`, as level-bundle), else HiGHS's
+        hot-started model (:class:`~nsopt.inner.level_master.BoxModelLP`,
+        :class:`RowsModelLP` with rows); None when neither applies or it reports no optimum
+        (the caller solves from scratch). The bound is computed from the multipliers made
+        feasible, never the LP's value."""
+        from ..inner.level_master import BoxModelLP, DenseBoxLP, highs_available
+        from .level_bundle import DENSE_LP_MAX_DIM
 
         bundle, region = self.bundle, self.region
         lb, ub = region.enclosing_box()
-        if not (np.all(np.isfinite(lb)) and np.all(np.isfinite(ub))) or not highs_available():
+        if not (np.all(np.isfinite(lb)) and np.all(np.isfinite(ub))):
+            return None
+        dense = region.A_ub is None and lb.size <= DENSE_LP_MAX_DIM
+        if not (dense or highs_available()):
             return None
         if self._lp is None:
-            self._lp = (BoxModelLP(lb, ub, HOT_LP_OPTIONS) if region.A_ub is None
+            self._lp = (DenseBoxLP(lb, ub) if dense
+                        else BoxModelLP(lb, ub, HOT_LP_OPTIONS) if region.A_ub is None
                         else RowsModelLP(lb, ub, region.A_ub, region.b_ub, HOT_LP_OPTIONS))
             rows = bundle.rows()
             rows = rows.toarray() if sp.issparse(rows) else rows
