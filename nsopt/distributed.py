@@ -319,6 +319,14 @@ def _rdot_into(indptr, indices, data, g, out):  # out[j] += x_ij g_i, rows in or
             out[indices[k]] += data[k] * gi
 
 
+@njit(cache=True)
+def _continued_dot(a, b, prefix):  # nsopt.losses._kernels.dot, its running sum from prefix
+    s = prefix
+    for i in range(a.shape[0]):
+        s += a[i] * b[i]
+    return s
+
+
 class _ShardActor:
     """A shard on its worker (a Dask actor: with a client made with
     ``direct_to_workers=True``, as :func:`local_client` makes it, calls go straight to the
@@ -771,6 +779,51 @@ class _ShardActor:
         if out is None:
             return None
         return float(dot(np.ravel(out[1](a)), np.ravel(out[1](b))))
+
+    # the ordered reduction of the saddle form's sums (nsopt.distributed_saddle)
+    def saddle_vector_chainable(self):
+        r"""Whether this shard's :math:`Z_k^T\alpha_k` can be continued: its form gives
+        ``weights`` (:class:`~nsopt.saddle.SaddleForm`) and its data is sparse
+        (:func:`_continued_rdot`)."""
+        form, _ = self._saddle()
+        data = getattr(self.loss, "data", None)
+        return (form is not None and form.weights is not None and type(data) is DataMatrix
+                and bool(data.sparse))
+
+    def saddle_rmatvec_start(self, drop, defs, keep, key):
+        r"""First round of an ordered :math:`Z^T\alpha` (every shard in parallel): evaluate
+        ``defs``, keep this block's weights :math:`g_k` for :meth:`saddle_chain`; shard 0
+        (the head) answers :math:`X_0^T g_0` from 0, the others 0. None if a block is gone."""
+        out = self._saddle_eval(drop, defs, keep)
+        if out is None:
+            return None
+        g = np.ascontiguousarray(np.ravel(out[0].weights(out[1](key))), dtype=np.float64)
+        self._saddle_chain = ("rmatvec", g)
+        return _continued_rdot(self.loss.data, g, None) if self.index == 0 else 0
+
+    def saddle_vdot_start(self, drop, defs, keep, a, b):
+        r"""First round of an ordered :math:`\langle\alpha, \beta\rangle`: evaluate ``defs``,
+        keep the two blocks; shard 0 answers its serial sum from 0, the others 0. None if a
+        block is gone."""
+        out = self._saddle_eval(drop, defs, keep)
+        if out is None:
+            return None
+        pair = (np.ascontiguousarray(np.ravel(out[1](a)), dtype=np.float64),
+                np.ascontiguousarray(np.ravel(out[1](b)), dtype=np.float64))
+        self._saddle_chain = ("vdot", pair)
+        return float(_continued_dot(*pair, 0.0)) if self.index == 0 else 0
+
+    def saddle_chain(self, prefix):
+        r"""The kept reduction continued from ``prefix`` (the shards before this one): the
+        running sums of the one-machine pass (:func:`_continued_rdot`, or the serial dot
+        :func:`nsopt.losses._kernels.dot` from ``prefix``); None if nothing is kept (a
+        rebuilt shard: its blocks are gone too)."""
+        kept = self.__dict__.pop("_saddle_chain", None)
+        if kept is None:
+            return None
+        if kept[0] == "rmatvec":
+            return _continued_rdot(self.loss.data, kept[1], prefix)
+        return float(_continued_dot(*kept[1], float(prefix)))
 
     def saddle_normal(self, w):
         r""":math:`Z_k^T Z_k w` (one product of the shard's part of :math:`Z^TZ`)."""
