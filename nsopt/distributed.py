@@ -298,6 +298,44 @@ def _continued_sum(loss, z, prefix: float, kernel: str) -> float:
     return float(loss._value_kernel(z, y, c))
 
 
+def _continued_line_derivative(line, eta: float, side: int, prefix: float) -> float:
+    r"""This shard's line derivative :math:`\sum_i (c_i l'_i) q_i` as
+    :meth:`ScalarLine.derivative <nsopt.losses._base.ScalarLine.derivative>` computes it,
+    with its running sum started at ``prefix``. Without fused line kernels (the hinge) that
+    is the gradient kernel and a serial dot continued from ``prefix``; with them, the fused
+    kernel over one pseudo-example first whose term is exactly ``prefix`` (``q_0 = 1``, a
+    score ``z_0`` tried from a fixed list, ``f_0 = z_0 - \eta``, ``c_0 = prefix / l'(z_0)``
+    checked to give ``prefix`` exactly). ValueError if no such pseudo-example exists."""
+    prefix, eta = float(prefix), float(eta)
+    fused = getattr(line, "_fused", None)
+    if fused is None:  # ScalarLine.derivative's path: the gradient kernel, then a serial dot
+        z = line._scores_at(eta)
+        if line._sign is None:
+            line._sign, line._buf = np.sign(line.q), np.empty_like(line.f)
+        line.loss._grad_kernel(z, line.loss.y, line.loss.c, side * line._sign, line._buf)
+        return float(_continued_dot(line._buf, np.ascontiguousarray(line.q, dtype=np.float64),
+                                    prefix))
+    _, der, _, (f, q, y, c, kinks), params = fused
+    if prefix == 0.0:  # 0 + t = t: the kernel's own start
+        return float(der(f, q, y, c, kinks, eta, float(side), *params))
+    y0 = y[:1].copy()
+    k0 = kinks[:1].copy()
+    one = np.ones(1)
+    for z0 in (3.0, -3.0, 0.0, 2.0, -2.0, 0.5, -0.5, 4.0, -4.0, 1.0, -1.0):
+        f0 = np.array([z0 - eta])
+        slope = float(der(f0, one, y0, one, k0, eta, float(side), *params))
+        if not (math.isfinite(slope) and slope != 0.0):
+            continue
+        c0 = np.array([prefix / slope])
+        if not (math.isfinite(c0[0])
+                and float(der(f0, one, y0, c0, k0, eta, float(side), *params)) == prefix):
+            continue
+        return float(der(np.concatenate([f0, f]), np.concatenate([one, q]),
+                         np.concatenate([y0, y]), np.concatenate([c0, c]),
+                         np.concatenate([k0, kinks]), eta, float(side), *params))
+    raise ValueError(f"no pseudo-example of the line carries the prefix {prefix!r}")
+
+
 def _continued_rdot(data, g: np.ndarray, prefix) -> np.ndarray:
     r"""This shard's :math:`X_k^T g` continued from ``prefix`` (the partial vector of the shards
     before it; None: from 0): for every feature j the running sum
@@ -452,6 +490,20 @@ class _ShardActor:
         line = self._lines[key][0]
         z = line.f + eta * line.q
         return _continued_sum(self.loss, z, prefix, "value")
+
+    def line_jumps(self, key):
+        """The line's kinks and jumps of its derivative, unsorted (``ScalarLine.jumps``), or
+        None."""
+        j = self._lines[key][0].jumps()
+        return None if j is None else (np.asarray(j[0]), np.asarray(j[1]))
+
+    def line_derivatives_from(self, key, pivots, prefixes):
+        """The one-sided derivatives ``(+, -)`` at each pivot continued from the shards
+        before (``prefixes``: one pair a pivot; :func:`_continued_line_derivative`)."""
+        line = self._lines[key][0]
+        return [tuple(_continued_line_derivative(line, v, side, pre[i])
+                      for i, side in enumerate((1, -1)))
+                for v, pre in zip(pivots, prefixes)]
 
     def line_chainable(self, key):
         from .losses._base import ScalarLine
@@ -1345,8 +1397,31 @@ class ShardedLine(LineFunction):
     def derivative(self, eta, side=1):
         if side not in (1, -1):
             raise ValueError(f"side must be +1 or -1, got {side}")
-        return _ordered_sum(self.loss._map("line_derivative", self.key, float(eta),
-                                           int(side)))
+        loss = self.loss
+        if loss._ordered() and self._chainable:  # the one-machine kernel's running sum
+            first = loss._map("line_derivative", self.key, float(eta), int(side), only=0)[0]
+            # both sides travel along the chain; only the asked one's prefix is true
+            ders = _chain_line_derivatives(loss, self.key, [float(eta)], [(first, first)])
+            return ders[0][0 if side == 1 else 1]
+        return _ordered_sum(loss._map("line_derivative", self.key, float(eta), int(side)))
+
+    def jumps(self):
+        r"""With ``line_search="gather"`` and ``reduction="ordered"`` on piecewise-linear
+        shards: every shard's kinks and jumps of :math:`\varphi'` (unsorted, its examples'
+        order) concatenated in shard order, the one-machine line's arrays themselves
+        (O(m) floats to the driver, as the gathered breakpoints), so that ``minimize`` runs
+        the one-machine sweep (:func:`~nsopt.oracle._minimize_by_jumps`) on the same numbers:
+        with the ordered derivatives, bitwise the one-machine step. Else None (the
+        selection on the shards, or the bisection over the gathered breakpoints)."""
+        loss = self.loss
+        if not (loss.line_search == "gather" and loss._ordered() and self._chainable
+                and self.piecewise_linear):
+            return None
+        parts = loss._map("line_jumps", self.key)
+        if any(p is None for p in parts):
+            return None
+        return (np.concatenate([np.asarray(p[0], dtype=np.float64) for p in parts]),
+                np.concatenate([np.asarray(p[1], dtype=np.float64) for p in parts]))
 
     def breakpoints(self):
         if self._bps is None:
@@ -1435,6 +1510,15 @@ class _MemoLine(LineFunction):
         return self.memo[key]
 
 
+def _chain_line_derivatives(loss, key, pivots, first):
+    """Continue shard 0's one-sided derivatives ``first`` (a ``(+, -)`` pair a pivot)
+    through shards 1..P-1 in order (P - 1 round trips of 2K floats)."""
+    out = [tuple(float(x) for x in pair) for pair in first]
+    for k in range(1, loss.n_shards):
+        out = loss._map("line_derivatives_from", key, list(pivots), out, only=k)[0]
+    return out
+
+
 def _select_minimize(line, lines, sharded: ShardedLine, lo, hi):
     r"""An exact minimiser of ``line`` (:math:`\sum` of ``lines``, one of them ``sharded``) on
     ``[lo, hi]`` by a distributed selection over the breakpoints, or None when the shards'
@@ -1491,10 +1575,16 @@ def _select_minimize(line, lines, sharded: ShardedLine, lo, hi):
         replies = loss._map(method, sharded.key, pivots, L, R, q, *extra)
         if any(gaps is None for _, gaps in replies):
             return None, None
+        chained = None
+        if method == "line_select" and loss._ordered() and sharded._chainable:
+            # the true derivatives as one machine sums them (the last piece is solved
+            # from them): shard 0's from 0, continued through the others in order
+            chained = _chain_line_derivatives(loss, sharded.key, pivots, replies[0][0])
         ders = {}
         for j, v in enumerate(pivots):
             for i, side in enumerate((1, -1)):
-                part = _ordered_sum(r[0][j][i] for r in replies)
+                part = (_ordered_sum(r[0][j][i] for r in replies) if chained is None
+                        else chained[j][i])
                 acc = 0  # SumLine.derivative's sum, term by term in the lines' order
                 for other in lines:
                     acc = acc + (part if other is sharded else other.derivative(v, side))
