@@ -31,9 +31,13 @@ the shards' partial sums added in shard order round differently (1e-16 relative,
 the running sum of the shards before it, and the loss values are bitwise the one-machine
 ones (P - 1 more round trips of one float per value); on sparse data the subgradients too
 (:meth:`ShardedLoss._ordered_subgradient`: the d-vector :math:`X^Tg` continued shard after
-shard, P - 1 more round trips of a d-vector). What reproduces a one-machine run's iterates
-where the path amplifies rounding (ls-bmrm on a9a; subBFGS on the hinge, whose exact steps
-land on kinks: one ulp of a subgradient moves its path by 1e-4 in two iterations).
+shard, P - 1 more round trips of a d-vector); a line's one-sided derivatives too
+(:func:`_continued_line_derivative`), and with ``line_search="gather"`` a piecewise-linear
+line runs the one-machine sweep over its gathered kinks (:meth:`ShardedLine.jumps`). What
+reproduces a one-machine run's iterates where the path amplifies rounding (ls-bmrm on a9a,
+bitwise against ``reuse_scores=False``; subBFGS on the hinge, whose exact steps land on
+kinks: one ulp of a subgradient moves its path by 1e-4 in two iterations; excessive-gap,
+whose sums :mod:`nsopt.distributed_saddle` continues the same way).
 
 :class:`ShardedLoss` is an :class:`~nsopt.Oracle` (a loss); :func:`shard` and
 :func:`load_svmlight` wrap it in an unchanged :class:`~nsopt.RegularizedRisk`, so every solver
@@ -1187,8 +1191,10 @@ class ShardedLoss(Oracle):
         :math:`\sum_i c_i l(z_i, y_i)`, at the price of P - 1 more round trips of one float
         per oracle call and line value, one shard after the other). On sparse data the
         subgradients of ``value_and_subgradient`` and ``sup_subgradient`` are continued the
-        same way (:meth:`_ordered_subgradient`: bitwise, a d-vector along the chain); line
-        derivatives and breakpoint searches are summed in parallel in both modes.
+        same way (:meth:`_ordered_subgradient`: bitwise, a d-vector along the chain); so are
+        line derivatives (P round trips each; the breakpoint selection's jump sums stay
+        parallel, they only bracket), and excessive-gap's :math:`Z^T\alpha` and inner
+        products (:mod:`nsopt.distributed_saddle`).
 
         Why it matters: the one-machine kernel's running sum of m terms is rounded once per
         example; at :math:`w = 0` every hinge term is :math:`c = 1/m`, and on a9a the sum of

@@ -29,6 +29,14 @@ plus the oracle call at :math:`w_{k+1}`: 5, each moving at most one d-vector per
 way (:math:`w(\beta)` out, :math:`Z_k^T\alpha_k` back) and O(1) numbers otherwise; a
 backtrack adds 2. The certificate's evidence is a :class:`ShardedSaddlePoint`: the key of the
 last dual block, checked on the shards.
+
+With ``loss.reduction = "ordered"`` the two reductions continue the one-machine pass shard
+after shard (P round trips each instead of 1): :math:`\langle\alpha, \beta\rangle` as the
+serial dot's running sum, and :math:`Z^T\alpha` on sparse shards whose form gives
+``weights`` (:class:`~nsopt.saddle.SaddleForm`; the hinge: :math:`X^T(y\alpha)`) as
+:func:`~nsopt.distributed._continued_rdot`; the run is then bitwise the one-machine run.
+A shard rebuilt mid-run has lost its blocks: :class:`~nsopt.distributed.ShardsLost`, and the
+run ends ``interrupted`` with its best point.
 """
 from __future__ import annotations
 
