@@ -854,8 +854,10 @@ class _ShardActor:
         if out is None:
             return None
         g = np.ascontiguousarray(np.ravel(out[0].weights(out[1](key))), dtype=np.float64)
+        if self.index == 0:  # the head: nothing to keep (the chain starts after it)
+            return _continued_rdot(self.loss.data, g, None)
         self._saddle_chain = ("rmatvec", g)
-        return _continued_rdot(self.loss.data, g, None) if self.index == 0 else 0
+        return 0
 
     def saddle_vdot_start(self, drop, defs, keep, a, b):
         r"""First round of an ordered :math:`\langle\alpha, \beta\rangle`: evaluate ``defs``,
@@ -866,8 +868,10 @@ class _ShardActor:
             return None
         pair = (np.ascontiguousarray(np.ravel(out[1](a)), dtype=np.float64),
                 np.ascontiguousarray(np.ravel(out[1](b)), dtype=np.float64))
+        if self.index == 0:
+            return float(_continued_dot(*pair, 0.0))
         self._saddle_chain = ("vdot", pair)
-        return float(_continued_dot(*pair, 0.0)) if self.index == 0 else 0
+        return 0
 
     def saddle_chain(self, prefix):
         r"""The kept reduction continued from ``prefix`` (the shards before this one): the
