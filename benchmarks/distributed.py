@@ -19,11 +19,13 @@ m = 2e6 scaled down 5x for a shared 2-core machine, ``--m`` to change it), this 
 * the ordered reduction against the parallel one on a9a (``--only-reduction``): ms, round
   trips and bytes per oracle call with 2 and 8 shards, ms per iteration, and every method's
   difference from the one-machine run with 2, 4, 8 shards;
+* the driver's CPU per oracle call against the number of shards (``--only-overhead``: 1,
+  2, 4, 8 tiny shards on 2 workers, so only Dask's and the reduction's work counts);
 * the certificate: forming the sharded dual point at the end of a run, and ``check`` with it
   against ``check`` with the query points it was formed from (time, bytes back).
 
 Usage: ``python benchmarks/distributed.py [--m 400000] [--iters 20] [--skip-a9a]
-[--only-traffic] [--only-curvature] [--only-reduction]``.
+[--only-traffic] [--only-curvature] [--only-reduction] [--only-overhead]``.
 """
 from __future__ import annotations
 
@@ -339,6 +341,50 @@ def reduction_table(X, y, reps, iters, n_shards=(2, 8)):
         client.cluster.close()
 
 
+def overhead_table(d, reps, shards=(1, 2, 4, 8), rows=2000):
+    """The driver's CPU per oracle call (process time, every thread: what a loaded machine
+    does not inflate much) against the number of shards, on 2 workers, with tiny shards
+    (``rows`` rows each, d columns, built on the workers) so that the workers' kernels do
+    not matter: the intercept and the per-shard slope of a least-squares line are the
+    projection's inputs (docs/distributed.md, "Projection to 16, 64, 256 workers"). Also
+    the driver's CPU per bare round trip (``ping``) and per ordered call."""
+    print(f"\ndriver CPU per call, ms (median of 3 blocks of {reps} calls; d = {d}, "
+          f"{rows} rows a shard, 2 workers); load {os.getloadavg()[0]:.1f}")
+    client = _client(2)
+    xs, ys = [], []
+    try:
+        for P in shards:
+            builders = [functools.partial(_synthetic_shard, rows, d, seed) for seed in range(P)]
+            J = nd.from_builders(builders, lam=1e-4, client=client)
+            loss, w = J.loss, np.full(d, 0.01)
+
+            def cpu_per(fn):
+                fn()  # warm
+                blocks = []
+                for _ in range(3):
+                    t = time.process_time()
+                    for _ in range(reps):
+                        fn()
+                    blocks.append((time.process_time() - t) / reps)
+                return 1e3 * statistics.median(blocks)
+
+            ping = cpu_per(lambda: loss._map("ping"))
+            call = cpu_per(lambda: J.value_and_subgradient(w))
+            loss.reduction = "ordered"
+            ordered = cpu_per(lambda: J.value_and_subgradient(w))
+            loss.reduction = "parallel"
+            xs.append(P)
+            ys.append(call)
+            print(f"  {P} shard(s): ping {ping:6.2f}  oracle call {call:6.2f}  "
+                  f"ordered call {ordered:6.2f}  load {os.getloadavg()[0]:.1f}", flush=True)
+            loss.close()
+    finally:
+        client.close()
+        client.cluster.close()
+    slope, intercept = np.polyfit(xs, ys, 1)
+    print(f"  least squares: {intercept:.2f} ms + {slope:.2f} ms per shard")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--m", type=int, default=400_000)
@@ -360,11 +406,17 @@ def main(argv=None):
     ap.add_argument("--only-reduction", action="store_true",
                     help="only the ordered vs parallel reduction on a9a (cost per call and "
                          "per iteration, every method's difference from one machine)")
+    ap.add_argument("--only-overhead", action="store_true",
+                    help="only the driver's CPU per oracle call against the number of shards "
+                         "(1, 2, 4, 8 tiny shards on 2 workers)")
     ap.add_argument("--certify", action="store_true",
                     help="also run the synthetic problem to a certified 1e-3 (2 workers)")
     args = ap.parse_args(argv)
     global CLIENT
     CLIENT = args.client
+    if args.only_overhead:
+        overhead_table(args.d, args.reps)
+        return
 
     if not args.skip_a9a and nsopt.io.find_data_dir() is not None:
         X, y = nsopt.io.load_dataset("a9a")[:2]

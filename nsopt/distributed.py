@@ -31,9 +31,13 @@ the shards' partial sums added in shard order round differently (1e-16 relative,
 the running sum of the shards before it, and the loss values are bitwise the one-machine
 ones (P - 1 more round trips of one float per value); on sparse data the subgradients too
 (:meth:`ShardedLoss._ordered_subgradient`: the d-vector :math:`X^Tg` continued shard after
-shard, P - 1 more round trips of a d-vector). What reproduces a one-machine run's iterates
-where the path amplifies rounding (ls-bmrm on a9a; subBFGS on the hinge, whose exact steps
-land on kinks: one ulp of a subgradient moves its path by 1e-4 in two iterations).
+shard, P - 1 more round trips of a d-vector); a line's one-sided derivatives too
+(:func:`_continued_line_derivative`), and with ``line_search="gather"`` a piecewise-linear
+line runs the one-machine sweep over its gathered kinks (:meth:`ShardedLine.jumps`). What
+reproduces a one-machine run's iterates where the path amplifies rounding (ls-bmrm on a9a,
+bitwise against ``reuse_scores=False``; subBFGS on the hinge, whose exact steps land on
+kinks: one ulp of a subgradient moves its path by 1e-4 in two iterations; excessive-gap,
+whose sums :mod:`nsopt.distributed_saddle` continues the same way).
 
 :class:`ShardedLoss` is an :class:`~nsopt.Oracle` (a loss); :func:`shard` and
 :func:`load_svmlight` wrap it in an unchanged :class:`~nsopt.RegularizedRisk`, so every solver
@@ -298,6 +302,44 @@ def _continued_sum(loss, z, prefix: float, kernel: str) -> float:
     return float(loss._value_kernel(z, y, c))
 
 
+def _continued_line_derivative(line, eta: float, side: int, prefix: float) -> float:
+    r"""This shard's line derivative :math:`\sum_i (c_i l'_i) q_i` as
+    :meth:`ScalarLine.derivative <nsopt.losses._base.ScalarLine.derivative>` computes it,
+    with its running sum started at ``prefix``. Without fused line kernels (the hinge) that
+    is the gradient kernel and a serial dot continued from ``prefix``; with them, the fused
+    kernel over one pseudo-example first whose term is exactly ``prefix`` (``q_0 = 1``, a
+    score ``z_0`` tried from a fixed list, ``f_0 = z_0 - \eta``, ``c_0 = prefix / l'(z_0)``
+    checked to give ``prefix`` exactly). ValueError if no such pseudo-example exists."""
+    prefix, eta = float(prefix), float(eta)
+    fused = getattr(line, "_fused", None)
+    if fused is None:  # ScalarLine.derivative's path: the gradient kernel, then a serial dot
+        z = line._scores_at(eta)
+        if line._sign is None:
+            line._sign, line._buf = np.sign(line.q), np.empty_like(line.f)
+        line.loss._grad_kernel(z, line.loss.y, line.loss.c, side * line._sign, line._buf)
+        return float(_continued_dot(line._buf, np.ascontiguousarray(line.q, dtype=np.float64),
+                                    prefix))
+    _, der, _, (f, q, y, c, kinks), params = fused
+    if prefix == 0.0:  # 0 + t = t: the kernel's own start
+        return float(der(f, q, y, c, kinks, eta, float(side), *params))
+    y0 = y[:1].copy()
+    k0 = kinks[:1].copy()
+    one = np.ones(1)
+    for z0 in (3.0, -3.0, 0.0, 2.0, -2.0, 0.5, -0.5, 4.0, -4.0, 1.0, -1.0):
+        f0 = np.array([z0 - eta])
+        slope = float(der(f0, one, y0, one, k0, eta, float(side), *params))
+        if not (math.isfinite(slope) and slope != 0.0):
+            continue
+        c0 = np.array([prefix / slope])
+        if not (math.isfinite(c0[0])
+                and float(der(f0, one, y0, c0, k0, eta, float(side), *params)) == prefix):
+            continue
+        return float(der(np.concatenate([f0, f]), np.concatenate([one, q]),
+                         np.concatenate([y0, y]), np.concatenate([c0, c]),
+                         np.concatenate([k0, kinks]), eta, float(side), *params))
+    raise ValueError(f"no pseudo-example of the line carries the prefix {prefix!r}")
+
+
 def _continued_rdot(data, g: np.ndarray, prefix) -> np.ndarray:
     r"""This shard's :math:`X_k^T g` continued from ``prefix`` (the partial vector of the shards
     before it; None: from 0): for every feature j the running sum
@@ -317,6 +359,14 @@ def _rdot_into(indptr, indices, data, g, out):  # out[j] += x_ij g_i, rows in or
         gi = g[i]
         for k in range(indptr[i], indptr[i + 1]):
             out[indices[k]] += data[k] * gi
+
+
+@njit(cache=True)
+def _continued_dot(a, b, prefix):  # nsopt.losses._kernels.dot, its running sum from prefix
+    s = prefix
+    for i in range(a.shape[0]):
+        s += a[i] * b[i]
+    return s
 
 
 class _ShardActor:
@@ -444,6 +494,20 @@ class _ShardActor:
         line = self._lines[key][0]
         z = line.f + eta * line.q
         return _continued_sum(self.loss, z, prefix, "value")
+
+    def line_jumps(self, key):
+        """The line's kinks and jumps of its derivative, unsorted (``ScalarLine.jumps``), or
+        None."""
+        j = self._lines[key][0].jumps()
+        return None if j is None else (np.asarray(j[0]), np.asarray(j[1]))
+
+    def line_derivatives_from(self, key, pivots, prefixes):
+        """The one-sided derivatives ``(+, -)`` at each pivot continued from the shards
+        before (``prefixes``: one pair a pivot; :func:`_continued_line_derivative`)."""
+        line = self._lines[key][0]
+        return [tuple(_continued_line_derivative(line, v, side, pre[i])
+                      for i, side in enumerate((1, -1)))
+                for v, pre in zip(pivots, prefixes)]
 
     def line_chainable(self, key):
         from .losses._base import ScalarLine
@@ -772,6 +836,55 @@ class _ShardActor:
             return None
         return float(dot(np.ravel(out[1](a)), np.ravel(out[1](b))))
 
+    # the ordered reduction of the saddle form's sums (nsopt.distributed_saddle)
+    def saddle_vector_chainable(self):
+        r"""Whether this shard's :math:`Z_k^T\alpha_k` can be continued: its form gives
+        ``weights`` (:class:`~nsopt.saddle.SaddleForm`) and its data is sparse
+        (:func:`_continued_rdot`)."""
+        form, _ = self._saddle()
+        data = getattr(self.loss, "data", None)
+        return (form is not None and form.weights is not None and type(data) is DataMatrix
+                and bool(data.sparse))
+
+    def saddle_rmatvec_start(self, drop, defs, keep, key):
+        r"""First round of an ordered :math:`Z^T\alpha` (every shard in parallel): evaluate
+        ``defs``, keep this block's weights :math:`g_k` for :meth:`saddle_chain`; shard 0
+        (the head) answers :math:`X_0^T g_0` from 0, the others 0. None if a block is gone."""
+        out = self._saddle_eval(drop, defs, keep)
+        if out is None:
+            return None
+        g = np.ascontiguousarray(np.ravel(out[0].weights(out[1](key))), dtype=np.float64)
+        if self.index == 0:  # the head: nothing to keep (the chain starts after it)
+            return _continued_rdot(self.loss.data, g, None)
+        self._saddle_chain = ("rmatvec", g)
+        return 0
+
+    def saddle_vdot_start(self, drop, defs, keep, a, b):
+        r"""First round of an ordered :math:`\langle\alpha, \beta\rangle`: evaluate ``defs``,
+        keep the two blocks; shard 0 answers its serial sum from 0, the others 0. None if a
+        block is gone."""
+        out = self._saddle_eval(drop, defs, keep)
+        if out is None:
+            return None
+        pair = (np.ascontiguousarray(np.ravel(out[1](a)), dtype=np.float64),
+                np.ascontiguousarray(np.ravel(out[1](b)), dtype=np.float64))
+        if self.index == 0:
+            return float(_continued_dot(*pair, 0.0))
+        self._saddle_chain = ("vdot", pair)
+        return 0
+
+    def saddle_chain(self, prefix):
+        r"""The kept reduction continued from ``prefix`` (the shards before this one): the
+        running sums of the one-machine pass (:func:`_continued_rdot`, or the serial dot
+        :func:`nsopt.losses._kernels.dot` from ``prefix``); None if nothing is kept (a
+        rebuilt shard: its blocks are gone too)."""
+        kept = self.__dict__.pop("_saddle_chain", None)
+        if kept is None:
+            return None
+        if kept[0] == "rmatvec":
+            return _continued_rdot(self.loss.data, kept[1], prefix)
+        return float(_continued_dot(*kept[1], float(prefix)))
+
     def saddle_normal(self, w):
         r""":math:`Z_k^T Z_k w` (one product of the shard's part of :math:`Z^TZ`)."""
         form, _ = self._saddle()
@@ -1082,8 +1195,10 @@ class ShardedLoss(Oracle):
         :math:`\sum_i c_i l(z_i, y_i)`, at the price of P - 1 more round trips of one float
         per oracle call and line value, one shard after the other). On sparse data the
         subgradients of ``value_and_subgradient`` and ``sup_subgradient`` are continued the
-        same way (:meth:`_ordered_subgradient`: bitwise, a d-vector along the chain); line
-        derivatives and breakpoint searches are summed in parallel in both modes.
+        same way (:meth:`_ordered_subgradient`: bitwise, a d-vector along the chain); so are
+        line derivatives (P round trips each; the breakpoint selection's jump sums stay
+        parallel, they only bracket), and excessive-gap's :math:`Z^T\alpha` and inner
+        products (:mod:`nsopt.distributed_saddle`).
 
         Why it matters: the one-machine kernel's running sum of m terms is rounded once per
         example; at :math:`w = 0` every hinge term is :math:`c = 1/m`, and on a9a the sum of
@@ -1292,8 +1407,31 @@ class ShardedLine(LineFunction):
     def derivative(self, eta, side=1):
         if side not in (1, -1):
             raise ValueError(f"side must be +1 or -1, got {side}")
-        return _ordered_sum(self.loss._map("line_derivative", self.key, float(eta),
-                                           int(side)))
+        loss = self.loss
+        if loss._ordered() and self._chainable:  # the one-machine kernel's running sum
+            first = loss._map("line_derivative", self.key, float(eta), int(side), only=0)[0]
+            # both sides travel along the chain; only the asked one's prefix is true
+            ders = _chain_line_derivatives(loss, self.key, [float(eta)], [(first, first)])
+            return ders[0][0 if side == 1 else 1]
+        return _ordered_sum(loss._map("line_derivative", self.key, float(eta), int(side)))
+
+    def jumps(self):
+        r"""With ``line_search="gather"`` and ``reduction="ordered"`` on piecewise-linear
+        shards: every shard's kinks and jumps of :math:`\varphi'` (unsorted, its examples'
+        order) concatenated in shard order, the one-machine line's arrays themselves
+        (O(m) floats to the driver, as the gathered breakpoints), so that ``minimize`` runs
+        the one-machine sweep (:func:`~nsopt.oracle._minimize_by_jumps`) on the same numbers:
+        with the ordered derivatives, bitwise the one-machine step. Else None (the
+        selection on the shards, or the bisection over the gathered breakpoints)."""
+        loss = self.loss
+        if not (loss.line_search == "gather" and loss._ordered() and self._chainable
+                and self.piecewise_linear):
+            return None
+        parts = loss._map("line_jumps", self.key)
+        if any(p is None for p in parts):
+            return None
+        return (np.concatenate([np.asarray(p[0], dtype=np.float64) for p in parts]),
+                np.concatenate([np.asarray(p[1], dtype=np.float64) for p in parts]))
 
     def breakpoints(self):
         if self._bps is None:
@@ -1382,6 +1520,15 @@ class _MemoLine(LineFunction):
         return self.memo[key]
 
 
+def _chain_line_derivatives(loss, key, pivots, first):
+    """Continue shard 0's one-sided derivatives ``first`` (a ``(+, -)`` pair a pivot)
+    through shards 1..P-1 in order (P - 1 round trips of 2K floats)."""
+    out = [tuple(float(x) for x in pair) for pair in first]
+    for k in range(1, loss.n_shards):
+        out = loss._map("line_derivatives_from", key, list(pivots), out, only=k)[0]
+    return out
+
+
 def _select_minimize(line, lines, sharded: ShardedLine, lo, hi):
     r"""An exact minimiser of ``line`` (:math:`\sum` of ``lines``, one of them ``sharded``) on
     ``[lo, hi]`` by a distributed selection over the breakpoints, or None when the shards'
@@ -1438,10 +1585,16 @@ def _select_minimize(line, lines, sharded: ShardedLine, lo, hi):
         replies = loss._map(method, sharded.key, pivots, L, R, q, *extra)
         if any(gaps is None for _, gaps in replies):
             return None, None
+        chained = None
+        if method == "line_select" and loss._ordered() and sharded._chainable:
+            # the true derivatives as one machine sums them (the last piece is solved
+            # from them): shard 0's from 0, continued through the others in order
+            chained = _chain_line_derivatives(loss, sharded.key, pivots, replies[0][0])
         ders = {}
         for j, v in enumerate(pivots):
             for i, side in enumerate((1, -1)):
-                part = _ordered_sum(r[0][j][i] for r in replies)
+                part = (_ordered_sum(r[0][j][i] for r in replies) if chained is None
+                        else chained[j][i])
                 acc = 0  # SumLine.derivative's sum, term by term in the lines' order
                 for other in lines:
                     acc = acc + (part if other is sharded else other.derivative(v, side))

@@ -29,6 +29,14 @@ plus the oracle call at :math:`w_{k+1}`: 5, each moving at most one d-vector per
 way (:math:`w(\beta)` out, :math:`Z_k^T\alpha_k` back) and O(1) numbers otherwise; a
 backtrack adds 2. The certificate's evidence is a :class:`ShardedSaddlePoint`: the key of the
 last dual block, checked on the shards.
+
+With ``loss.reduction = "ordered"`` the two reductions continue the one-machine pass shard
+after shard (P round trips each instead of 1): :math:`\langle\alpha, \beta\rangle` as the
+serial dot's running sum, and :math:`Z^T\alpha` on sparse shards whose form gives
+``weights`` (:class:`~nsopt.saddle.SaddleForm`; the hinge: :math:`X^T(y\alpha)`) as
+:func:`~nsopt.distributed._continued_rdot`; the run is then bitwise the one-machine run.
+A shard rebuilt mid-run has lost its blocks: :class:`~nsopt.distributed.ShardsLost`, and the
+run ends ``interrupted`` with its best point.
 """
 from __future__ import annotations
 
@@ -182,7 +190,37 @@ class _DualSpace:
     def matvec(self, w):
         return self.node(("matvec", np.array(w, dtype=np.float64)))
 
+    def _ordered(self) -> bool:
+        """Reduction ``"ordered"`` on the loss (and more than one shard): the sums continue
+        the one-machine pass shard after shard."""
+        loss = self.loss
+        return loss.reduction == "ordered" and loss.n_shards > 1
+
+    def _ordered_rmatvec(self) -> bool:
+        if not self._ordered():
+            return False
+        loss = self.loss
+        if loss.__dict__.get("_saddle_vector_chainable") is None:
+            loss._saddle_vector_chainable = all(loss._map("saddle_vector_chainable"))
+        return loss._saddle_vector_chainable
+
+    def _chain(self, first):
+        """Continue shard 0's answer ``first`` through shards 1..P-1 in order (each keeps
+        what the first round left it); a shard with nothing kept was rebuilt: its blocks are
+        gone, the run stops (:class:`ShardsLost`)."""
+        out = first
+        for k in range(1, self.loss.n_shards):
+            out = self.loss._map("saddle_chain", out, only=k)[0]
+            if out is None:
+                raise ShardsLost(f"a dual block of the excessive-gap run is gone from shard "
+                                 f"{k} (its worker was lost): the run stops with its best "
+                                 "point")
+        return out
+
     def rmatvec(self, alpha) -> np.ndarray:
+        if self._ordered_rmatvec():  # bitwise the one-machine X^T (y * alpha)
+            parts = self._call("saddle_rmatvec_start", (alpha,), alpha.key)
+            return np.array(self._chain(parts[0]), dtype=np.float64)
         parts = self._call("saddle_rmatvec", (alpha,), alpha.key)
         out = np.zeros(self.loss.dim)
         for p in parts:  # shard order
@@ -193,6 +231,9 @@ class _DualSpace:
         return self.node(("proj", v))
 
     def vdot(self, a, b) -> float:
+        if self._ordered():  # the serial dot's running sum, shard after shard
+            parts = self._call("saddle_vdot_start", (a, b), a.key, b.key)
+            return float(self._chain(parts[0]))
         total = 0.0
         for p in self._call("saddle_vdot", (a, b), a.key, b.key):  # shard order
             total += p

@@ -40,7 +40,10 @@ class SaddleForm(NamedTuple):
     three optional helpers, None for arrays: ``vdot(alpha, beta)`` the inner product of two
     dual points, ``evidence(alpha, plane)`` the checkable evidence (:mod:`nsopt.certificate`)
     of :math:`\alpha\in Q` with the solver's ``plane`` :math:`(-Z^T\alpha, \langle b,
-    \alpha\rangle)`, and ``norm_sq()`` a bound on :math:`\|Z\|_2^2`.
+    \alpha\rangle)`, and ``norm_sq()`` a bound on :math:`\|Z\|_2^2`. ``weights(alpha)``, when
+    given, is the vector :math:`g` with ``rmatvec(alpha)`` computed as ``data.rdot(g)`` on the
+    loss's own data (:class:`~nsopt.losses._kernels.DataMatrix`): sharded sums then continue
+    the one-machine pass (:mod:`nsopt.distributed_saddle`, reduction ``"ordered"``).
     """
 
     matvec: Callable[[np.ndarray], np.ndarray]
@@ -52,6 +55,7 @@ class SaddleForm(NamedTuple):
     vdot: Callable | None = None
     evidence: Callable | None = None
     norm_sq: Callable | None = None
+    weights: Callable | None = None
 
 
 def saddle_form(loss) -> SaddleForm | None:
@@ -105,4 +109,4 @@ def _intercept_form(base, k: int) -> SaddleForm | None:
     def rmatvec(alpha):
         return np.concatenate((np.ravel(form_w.rmatvec(alpha)), np.ravel(form_b.rmatvec(alpha))))
 
-    return form_w._replace(matvec=matvec, rmatvec=rmatvec)
+    return form_w._replace(matvec=matvec, rmatvec=rmatvec, weights=None)

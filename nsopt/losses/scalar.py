@@ -69,7 +69,7 @@ class Hinge(ScalarLoss):
         return SaddleForm(
             matvec=lambda w: y * dm.dot(w), rmatvec=lambda a: dm.rdot(y * a),
             offset=np.ones(y.size), project=lambda v: np.clip(v, 0.0, c),
-            center=np.zeros(y.size), radius_sq=0.5 * float(c @ c),
+            center=np.zeros(y.size), radius_sq=0.5 * float(c @ c), weights=lambda a: y * a,
         )
     piecewise_linear = True
     kernels = (k.hinge_value, k.hinge_grad)
