@@ -15,7 +15,6 @@ from __future__ import annotations
 import html
 import importlib
 import importlib.util
-import json
 import os
 import pkgutil
 import re
@@ -374,17 +373,12 @@ def build_site(site_dir, cwd):
     if importlib.util.find_spec("mkdocs") is None:
         pytest.skip("mkdocs is not installed: pip install '.[docs]' (it is in the test extra, "
                     "so CI builds the site)")
-    env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}  # the notebooks' inline figures
+    env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
-    env.pop("NSOPT_DOCS_EXECUTE", None)
-    # the tutorials' kernel is this Python (a user's own "python3" kernel may lack nsopt)
-    kernel = Path(cwd) / "jupyter" / "kernels" / "python3"
-    kernel.mkdir(parents=True)
-    (kernel / "kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "Python 3 (nsopt tests)", "language": "python"}), encoding="utf-8")
-    env["JUPYTER_PATH"] = os.pathsep.join([str(Path(cwd) / "jupyter"),
-                                           *filter(None, [env.get("JUPYTER_PATH")])])
+    # The tutorials are not executed here: tests/test_tutorials.py runs each one as a notebook
+    # (in parallel, one test per tutorial) and checks its outputs and inline figures; executing
+    # them again inside the build took 70% of this test's time (the CI budget is 15 minutes).
+    env["NSOPT_DOCS_EXECUTE"] = "false"
     run = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f",
                           str(ROOT / "mkdocs.yml"), "-d", str(site_dir)],
                          cwd=cwd, env=env, capture_output=True, text=True, timeout=1200)
@@ -447,19 +441,18 @@ def check_tutorials(site):
         nb = jupytext.read(path, fmt="py:percent")
         title = nb.cells[0].source.lstrip().splitlines()[0].lstrip("# ").strip()
         assert html.escape(title, quote=False) in text or title in text, (path.name, title)
-        code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
-        if "print(" in code:  # executed: the printed lines are on the page
-            assert "jp-OutputArea-output" in text, f"{path.name}: no output on its page"
-        draws = re.search(r"\bplt\.|\.plot\(|\bconvergence\(|\bgap_curve\(", code)
-        to_files = re.search(r"""matplotlib\.use\(\s*["']agg""", code, re.I)  # drawn to files only
-        if draws and not to_files:
-            assert 'src="data:image/png' in text, f"{path.name}: no figure on its page"
+        # every code cell's source is on the page (built without execution: the outputs and
+        # figures are checked by tests/test_tutorials.py on the executed notebooks)
+        for cell in nb.cells:
+            if cell.cell_type == "code" and cell.source.strip():
+                first = cell.source.strip().splitlines()[0].strip()
+                assert html.escape(first, quote=False) in text or first in text, (path.name, first)
 
 
 def test_site(tmp_path):
-    """``mkdocs build --strict`` (tutorials run), then: every public name in the reference, the
-    generated tables, every tutorial a page with its outputs. One test, so that pytest-xdist
-    builds the site once."""
+    """``mkdocs build --strict`` (tutorials not executed), then: every public name in the
+    reference, the generated tables, every tutorial a page with its code. One test, so that
+    pytest-xdist builds the site once."""
     build_site(tmp_path / "site", tmp_path)
     site = tmp_path / "site"
     failures = []

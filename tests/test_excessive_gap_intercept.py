@@ -103,9 +103,11 @@ def test_against_cvxpy(name, lam):
     rtol = 1e-6 if lam >= 0.01 else 1e-4   # small lam: L ~ ||Z||^2 / lam, more iterations
     res = nsopt.minimize(J, method="excessive-gap", rtol=rtol, max_iter=50000)
     assert_bracket(res, J, opt, rtol)
-    # free biases can only help: the bias-free problem's proven bound is above J*
+    # free biases can only help: the bias-free problem's proven bound is above J* (ls-bmrm
+    # proves 1e-7 in 20-40 iterations where excessive-gap needed 40,000 at lam 1e-3)
     J0 = nsopt.RegularizedRisk(L.MulticlassHinge(X, y), R.L2(), lam)
-    assert nsopt.minimize(J0, method="excessive-gap", rtol=1e-7).lower_bound > opt - 1e-9
+    free = nsopt.minimize(J0, method="ls-bmrm", rtol=1e-7)
+    assert free.success and free.lower_bound > opt - 1e-9
     assert res.info["newton_steps"] > 0
 
 

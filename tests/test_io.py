@@ -5,7 +5,6 @@ import bz2
 import gzip
 import io
 import lzma
-import time
 
 import numpy as np
 import pytest
@@ -538,17 +537,3 @@ def test_real_data_matches_sklearn_and_readme(name):
         assert y.sum(axis=1).mean() == pytest.approx(cardinality, abs=5e-4)
     else:
         assert len(np.unique(y)) == labels
-
-
-@pytest.mark.slow
-def test_a9a_loads_fast():
-    path = _real_file("a9a")
-    load_svmlight(path, n_features=123)  # warm up imports and caches
-    best = min(_timed(lambda: load_svmlight(path, n_features=123)) for _ in range(3))
-    assert best < 2.0, f"a9a took {best:.2f} s"
-
-
-def _timed(fn):
-    t = time.perf_counter()
-    fn()
-    return time.perf_counter() - t
