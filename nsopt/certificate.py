@@ -1187,12 +1187,19 @@ class L1DualCertifier:
             e = a[V] - lam * np.sign(a[V])
             D = np.maximum(loss.dual_curvature(t), 1e-12)
             XV = X[:, V]
+            weight = cy * cy * D
             if sp.issparse(XV):
-                G = (XV.T @ XV.multiply((cy * cy * D)[:, None])).toarray()
                 per_row = np.bincount(XV.indices, minlength=XV.shape[0]).astype(np.float64)
                 flops = float(per_row @ per_row)
+                if XV.shape[0] * V.size <= _DENSE_GRAM_ENTRIES:
+                    # B^T B with B = sqrt(weight) X_V dense (BLAS syrk): on a9a's 123 columns
+                    # ~15x faster than scipy's sparse X_V^T (w X_V), which was 90% of a bound
+                    B = np.sqrt(weight)[:, None] * XV.toarray()
+                    G = B.T @ B
+                else:
+                    G = (XV.T @ XV.multiply(weight[:, None])).toarray()
             else:
-                G = XV.T @ ((cy * cy * D)[:, None] * XV)
+                G = XV.T @ (weight[:, None] * XV)
                 flops = float(XV.shape[0]) * V.size * V.size
             eta = _solve_psd(np.asarray(G), e)
             # a(t + dt) = a - X_V^T (c y dt) = a_V - e on V
@@ -1214,6 +1221,11 @@ class L1DualCertifier:
         a_bar = tau * a                                   # a is linear in t
         b_bar = -float(loss.c @ loss.conjugate_terms(tau * t))
         return b_bar, DualPoint(tau * t, plane=(a_bar, b_bar)), passes
+
+
+#: the dual-point certifier densifies the selected columns X_V for its Gram matrix up to this
+#: many entries (64 MB of float64)
+_DENSE_GRAM_ENTRIES = 1 << 23
 
 
 def _argmax_concave(f, hi: float) -> float:
