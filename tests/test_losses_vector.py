@@ -423,15 +423,16 @@ def _load(name, **kw):
 
 @pytest.mark.slow
 def test_letter_multiclass_hinge_accuracy():
-    """Crammer-Singer + L2 on letter.scale (15000 x 16, 26 classes), lam = 1e-4, BMRM to a
-    certified gap of 1e-2. Measured (2 cores, loaded machine): 816 iterations, 22-45 s, test
-    accuracy 75.5%; the floor is 72%."""
+    """Crammer-Singer + L2 on letter.scale (15000 x 16, 26 classes), lam = 1e-4, the proximal
+    bundle method to a certified gap of 1e-2. Measured (2 cores, CPU time, one run): proximal
+    bundle 190 iterations, 1.3 s; BMRM 842 iterations, 6.2 s; LS-BMRM 102 iterations, 13.6 s.
+    Test accuracy 75.5% (BMRM); the floor is 72%."""
     X, y = _load("letter.scale", n_features=16)
     Xt, yt = _load("letter.scale.t", n_features=16)
     loss = MulticlassHinge(X, y.astype(int) - 1)  # labels 1..26 -> 0..25
     J = nsopt.RegularizedRisk(loss, L2(), 1e-4)
     t0 = time.perf_counter()
-    res = nsopt.minimize(J, method="bmrm", rtol=1e-2, max_time=90)
+    res = nsopt.minimize(J, method="proximal-bundle", rtol=1e-2, max_time=90)
     elapsed = time.perf_counter() - t0
     acc = float(np.mean(loss.predict(Xt, res.x) == yt.astype(int) - 1))
     print(f"\nletter: {res.status.value}, {res.nit} iterations, {elapsed:.1f} s, fun {res.fun:.5f}, "
