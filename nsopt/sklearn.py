@@ -118,13 +118,12 @@ class _LinearModel(BaseEstimator):
         return v if use == "alpha" else 1.0 / (v * total_weight)
 
     def _method(self, J) -> str:
-        """The named method, or the default: ``"sublbfgs"`` for a smooth loss with the L2
-        penalty (not when warm-starting: it keeps no planes), ``"newton-cg"`` for the L2 penalty
-        with a binary logistic or squared hinge loss (truncated Newton), ``"newton-cd"`` for the
-        L1 penalty
-        with a loss it takes (logistic, squared hinge; not when warm-starting),
-        ``"proximal-bundle"`` with one
-        intercept per class (:data:`nsopt.minimize.STABLE_INTERCEPTS_METHOD`), else
+        """The named method, or the default: ``"newton-cg"`` for the L2 penalty with a binary
+        logistic or squared hinge loss (truncated Newton; also when warm-starting, from the
+        previous solution), ``"sublbfgs"`` for another smooth loss with the L2 penalty (not
+        when warm-starting: it keeps no planes), ``"newton-cd"`` for the L1 penalty with a loss
+        it takes (logistic, squared hinge; not when warm-starting), ``"proximal-bundle"`` with
+        one intercept per class (:data:`nsopt.minimize.STABLE_INTERCEPTS_METHOD`), else
         ``"ls-bmrm"``; when the
         problem does not suit it (e.g. an intercept without a proven bound), the first of
         ``ls-bmrm, sublbfgs, proximal-bundle`` that nsopt says can solve it."""
@@ -313,8 +312,10 @@ class LinearClassifier(ClassifierMixin, _LinearModel):
         Any nsopt solver (``nsopt.solvers.SOLVERS``). None: ``"newton-cg"`` for the binary
         squared hinge and logistic losses with ``penalty="l2"``, ``"sublbfgs"`` for the other
         smooth losses (softmax) with it, else ``"ls-bmrm"``
-        (BMRM with exact line search, which also takes every penalty), and always
-        ``"ls-bmrm"`` with ``warm_start=True`` (its cutting planes are reused).
+        (BMRM with exact line search, which also takes every penalty), and
+        ``"ls-bmrm"`` with ``warm_start=True`` (its cutting planes are reused) except where
+        ``"newton-cg"`` applies (it starts from the previous solution: Newton converges
+        quadratically from a nearby start).
     tol : float >= 0, default 1e-4
         Stop when the certified gap is at most ``tol`` times the objective (nsopt's ``rtol``).
     max_iter : int >= 1, default 1000
