@@ -88,6 +88,51 @@ def test_sparse_and_dense_agree():
     assert a.fun == pytest.approx(b.fun, rel=1e-9)
 
 
+class _Loop:   # the loop's counting wrapper, as far as ``prepare`` reads it
+    def __init__(self, J):
+        self.problem, self.loss = J, J.loss
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("intercept", [False, True])
+def test_prepare_builds_only_the_layouts_read(sparse, intercept):
+    """With ``dense_share`` (newton-cg's dense model) X is one dense array (ones column last
+    with an intercept), no CSR rows are built and CSC columns only for the intercept's
+    rebalancing; without it (newton-cd) both layouts are built as before and nothing dense."""
+    from nsopt.solvers.newton_cd import prepare
+
+    J = _problem("logistic", seed=3, sparse=sparse, intercept=intercept)
+    X = J.base_loss.data.X if intercept else J.loss.data.X
+    Xd = X.toarray() if sp.issparse(X) else np.asarray(X)
+    m, d = Xd.shape
+    lean = prepare(_Loop(J), "auto", 0, dense_share=0.5)
+    full = prepare(_Loop(J), "auto", 0)
+    assert lean.gram and full.gram and full.dense is None
+    expect = np.hstack([Xd, np.ones((m, 1))]) if intercept else Xd
+    assert lean.dense.flags.c_contiguous and np.array_equal(lean.dense, expect)
+    assert lean.rows[1].size == 0 and full.rows[1].size == np.count_nonzero(Xd)
+    assert (lean.indices.size == np.count_nonzero(Xd)) == intercept
+    csc = sp.csc_matrix(Xd)
+    assert np.array_equal(full.indptr, csc.indptr) and np.array_equal(full.values, csc.data)
+    # too sparse for the dense array: both layouts, as newton-cd's
+    none = prepare(_Loop(J), "auto", 0, dense_share=1.01)
+    assert none.dense is None and none.rows[1].size == np.count_nonzero(Xd)
+
+
+@pytest.mark.parametrize("intercept", [False, True])
+def test_lean_layouts_give_the_same_run(intercept, monkeypatch):
+    """The dense array alone gives the iterates of the sparse-layout path to rounding."""
+    import nsopt.solvers.newton_cg as ncg
+
+    J = _problem("squared-hinge", seed=9, lam=1e-3, intercept=intercept)
+    a = nsopt.minimize(J, method="newton-cg", rtol=1e-10)
+    monkeypatch.setattr(ncg, "_DENSE_SHARE", 1.01)     # never dense: rows and columns
+    b = nsopt.minimize(J, method="newton-cg", rtol=1e-10)
+    assert a.success and b.success
+    np.testing.assert_allclose(a.x, b.x, rtol=1e-8, atol=1e-10)
+    assert a.nfev == b.nfev
+
+
 # ---------------------------------------------------------------- refusals (protocol)
 
 @pytest.mark.parametrize("loss,reg", [(L.Hinge, R.L2()), (L.Logistic, R.L1()),

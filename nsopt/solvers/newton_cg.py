@@ -196,16 +196,15 @@ class NewtonCG(Solver):
 
     # ------------------------------------------------------------------------------------
     def init(self, problem, x0):
-        problem.evaluate(x0)                       # the fallback answer: F(x0), one oracle call
-        data = prepare(problem, self.model, 0)
-        m, n = data.y.size, data.d + int(data.has_b)
-        dense = None
-        if data.gram and data.values.size >= _DENSE_SHARE * m * data.d:
-            dense = np.ones((m, n))          # the intercept's column stays ones
-            base = problem.problem.base_loss.data
-            X = base.X
-            dense[:, :data.d] = X.toarray() if hasattr(X, "toarray") else X
+        data = prepare(problem, self.model, 0, dense_share=_DENSE_SHARE)
+        dense = data.dense
         w = np.array(x0, dtype=np.float64)
+        # the fallback answer F(x0), one oracle call; at the usual x0 = 0 the scores are 0
+        # without the pass X x0 (as dcd)
+        if data.own_value and not np.any(w):
+            problem.evaluate(x0, scores=np.zeros(data.y.size))
+        else:
+            problem.evaluate(x0)
         with _one_blas_thread():
             z = self._scores(data, dense, w)
             return self._at(problem, data, w, z, None, dense)
