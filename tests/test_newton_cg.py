@@ -255,3 +255,35 @@ def test_sklearn_l2_smooth_loss_defaults_to_newton_cg(loss):
     X, y = small_binary(60, 5, 1)
     est = LinearClassifier(loss=loss, penalty="l2").fit(X, y)
     assert est.result_.method == "newton-cg" and est.result_.success
+
+
+@settings(max_examples=20, deadline=None)
+@given(kind=st.sampled_from([1, 2]), seed=st.integers(0, 10_000),
+       spread=st.sampled_from([1e-3, 1.0, 30.0, 800.0]), beta=st.sampled_from([1.0, 0.5, 1e-3]))
+def test_fused_terms_equal_newton_cd_kernels(kind, seed, spread, beta):
+    """The loss terms with the conjugate sum from the same exponentials equal newton-cd's
+    ``margin_terms`` + ``conjugate_sum`` (+ ``line_loss`` on a trial), including margins where
+    exp under- or overflows (spread 800) and margins at exactly 0."""
+    from nsopt.solvers import _newton_cd_kernels as K
+    from nsopt.solvers._newton_cg_kernels import line_terms, margin_terms_conj
+
+    rng = np.random.default_rng(seed)
+    m = 50
+    z, q = spread * rng.standard_normal(m), spread * rng.standard_normal(m)
+    z[:3] = 0.0
+    y, c = rng.choice([-1.0, 1.0], m), rng.uniform(0.0, 2.0, m)
+    t0, D0, t1, D1 = (np.empty(m) for _ in range(4))
+    loss0 = K.margin_terms(kind, z, y, c, t0, D0)
+    loss1, conj1 = margin_terms_conj(kind, z, y, c, t1, D1)
+    assert np.array_equal(t0, t1) and np.array_equal(D0, D1)
+    assert loss1 == pytest.approx(loss0, rel=1e-13, abs=1e-300)
+    conj0 = K.conjugate_sum(kind, 1.0, t0, c)
+    assert conj1 == pytest.approx(conj0, rel=1e-12, abs=1e-14 * float(c.sum()))
+    zt = np.empty(m)
+    loss2, conj2 = line_terms(kind, z, q, beta, y, c, zt, t1, D1)
+    assert np.array_equal(zt, z + beta * q)
+    assert loss2 == pytest.approx(K.line_loss(kind, z, q, beta, y, c), rel=1e-13, abs=1e-300)
+    K.margin_terms(kind, zt, y, c, t0, D0)
+    assert np.array_equal(t0, t1) and np.array_equal(D0, D1)
+    assert conj2 == pytest.approx(K.conjugate_sum(kind, 1.0, t0, c), rel=1e-12,
+                                  abs=1e-14 * float(c.sum()))
