@@ -108,7 +108,12 @@ class NewtonCG(Solver):
     :math:`Xd`, and two per conjugate-gradient iteration (``"cg"``) or the dense Hessian
     (``"gram"``: a9a, about 14 passes' worth, plus a :math:`d^3/3` Cholesky factorisation);
     O(m) per line-search trial and for the certificate. Scores are updated as
-    :math:`z + \beta Xd` and recomputed from ``w`` every 8 iterations. The iterate is valued
+    :math:`z + \beta Xd` and recomputed from ``w`` every 8 iterations; the accepted trial's
+    loss terms (dual point, Hessian weights, and the logistic conjugate sum from the same
+    exponentials, :func:`~nsopt.solvers._newton_cg_kernels.line_terms`) are the next
+    iterate's. On dense data (nonzeros at least half the entries) with the dense model only
+    the dense copy of X is built (no CSR rows; CSC columns only for an intercept), and the
+    init (the start's oracle call included) and the steps keep BLAS on one thread. The iterate is valued
     by the kernels (offered to the loop as ``w_best``). Three iterations in a row without
     descent (rounding at a gap below what floating point resolves) end the run as
     ``stationary``, with the gradient's norm. Compiled with numba.
