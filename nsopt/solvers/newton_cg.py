@@ -112,9 +112,9 @@ class NewtonCG(Solver):
     loss terms (dual point, Hessian weights, and the logistic conjugate sum from the same
     exponentials, :func:`~nsopt.solvers._newton_cg_kernels.line_terms`) are the next
     iterate's. On dense data (nonzeros at least half the entries) with the dense model only
-    the dense copy of X is built (no CSR rows; CSC columns only for an intercept), and the
-    init (the start's oracle call included) and the steps keep BLAS on one thread. The iterate is valued
-    by the kernels (offered to the loop as ``w_best``). Three iterations in a row without
+    the dense copy of X is built (no CSR rows; CSC columns only for an intercept); init (the
+    start's oracle call included) and the steps keep BLAS on one thread. The iterate is
+    valued by the kernels (offered to the loop as ``w_best``). Three iterations in a row without
     descent (rounding at a gap below what floating point resolves) end the run as
     ``stationary``, with the gradient's norm. Compiled with numba.
 
