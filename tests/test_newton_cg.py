@@ -287,3 +287,23 @@ def test_fused_terms_equal_newton_cd_kernels(kind, seed, spread, beta):
     assert np.array_equal(t0, t1) and np.array_equal(D0, D1)
     assert conj2 == pytest.approx(K.conjugate_sum(kind, 1.0, t0, c), rel=1e-12,
                                   abs=1e-14 * float(c.sum()))
+
+
+def test_init_runs_on_one_blas_thread(monkeypatch):
+    """The setup (data preparation, the start's oracle call) runs inside the one-BLAS-thread
+    context: a threaded call there left OpenBLAS's worker spinning through short runs."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    import nsopt.solvers.newton_cg as ncg
+
+    seen = []
+    prepare = ncg.prepare
+
+    def spy(*args, **kwargs):
+        seen.extend(i["num_threads"] for i in threadpoolctl.threadpool_info()
+                    if i["user_api"] == "blas")
+        return prepare(*args, **kwargs)
+
+    monkeypatch.setattr(ncg, "prepare", spy)
+    with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):   # tests run on 1
+        res = nsopt.minimize(_problem("logistic", seed=2), method="newton-cg", rtol=1e-6)
+    assert res.success and seen and set(seen) == {1}
