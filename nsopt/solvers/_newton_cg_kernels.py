@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from numba import njit
 
 from ._newton_cd_kernels import SQUARED_HINGE
@@ -45,27 +46,24 @@ def margin_terms_conj(kind, z, y, c, t, D):
     r"""newton-cd's ``margin_terms`` (writes ``t``, ``D``; the loss :math:`\sum_i c_i
     \phi(y_i z_i)`), also returning :math:`\sum_i c_i\psi(t_i)` (what ``conjugate_sum``
     computes from ``t``) from the same exponentials: ``(loss, conj)``. O(m)."""
-    loss = 0.0
-    conj = 0.0
-    for i in range(z.size):
-        f, ti, di, p = _terms(kind, y[i] * z[i], c[i])
-        loss += f
-        conj += p
-        t[i] = ti
-        D[i] = di
-    return loss, conj
+    empty = np.zeros(0)
+    return line_terms(kind, z, empty, 0.0, y, c, empty, t, D)
 
 
 @njit(cache=True)
 def line_terms(kind, z, q, beta, y, c, z_out, t, D):
     r"""One line-search trial: ``z_out`` :math:`= z + \beta q` with its terms as
     :func:`margin_terms_conj` (kept for the next iterate when the trial is accepted: no second
-    pass over the exponentials). Returns ``(loss, conj)``. O(m)."""
+    pass over the exponentials); with an empty ``q`` the terms at ``z`` itself. Returns
+    ``(loss, conj)``. O(m)."""
+    trial = q.size > 0
     loss = 0.0
     conj = 0.0
     for i in range(z.size):
-        zi = z[i] + beta * q[i]
-        z_out[i] = zi
+        zi = z[i]
+        if trial:
+            zi += beta * q[i]
+            z_out[i] = zi
         f, ti, di, p = _terms(kind, y[i] * zi, c[i])
         loss += f
         conj += p
