@@ -36,8 +36,9 @@ L2_NEWTON_METHOD = "newton-cg"
 #: conditioning. benchmarks/peers.py (one run, loaded machine), certified 1e-3 / 1e-4, dcd's
 #: time over newton-cg's: a9a (kappa 4.3 at lam 1e-4) 0.8-1.1, letter (kappa 11) 0.4-1.4;
 #: a9a lam 1e-5 (kappa 43) 3-10, letter lam 1e-5 (107) 1.5-4, lam 1e-6: 15-40 (dcd's epochs
-#: grow with kappa, Newton's steps do not)
-NEWTON_MIN_CONDITIONING = 20.0
+#: grow with kappa, Newton's steps do not). 30, not 20, since mushrooms lam 1e-4 (kappa 26):
+#: dcd 0.3-0.9x newton-cg's time, medians 0.36-0.77 (three runs, docs/solvers.md, newton-cg)
+NEWTON_MIN_CONDITIONING = 30.0
 #: :func:`default_method` picks :data:`DUAL_METHOD` when ``dcd_conditioning(problem)`` is at
 #: most this (measured by benchmarks/default_method.py, see docs/solvers.md). 300 since dcd's
 #: compiled epochs (prefetched rows, checks decided by a gap estimate): dcd / ls-bmrm CPU time
@@ -88,7 +89,7 @@ def default_method(problem, **options) -> str:
     ``benchmarks/dcd.py --intercept``), except that :data:`L2_NEWTON_METHOD` (``"newton-cg"``,
     truncated Newton) is taken instead for L2 with a logistic or squared hinge loss
     (``"newton-cg" in methods_supporting(...)``) when the conditioning is above
-    :data:`NEWTON_MIN_CONDITIONING` (20) or there is a free intercept;
+    :data:`NEWTON_MIN_CONDITIONING` (30) or there is a free intercept;
     :data:`STABLE_INTERCEPTS_METHOD`
     (``"proximal-bundle"``) with several free intercepts (one bias per class: BMRM's model is
     not stabilised in them); :data:`NEWTON_METHOD` (``"newton-cd"``) for L1 with a logistic

@@ -88,6 +88,51 @@ def test_sparse_and_dense_agree():
     assert a.fun == pytest.approx(b.fun, rel=1e-9)
 
 
+class _Loop:   # the loop's counting wrapper, as far as ``prepare`` reads it
+    def __init__(self, J):
+        self.problem, self.loss = J, J.loss
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("intercept", [False, True])
+def test_prepare_builds_only_the_layouts_read(sparse, intercept):
+    """With ``dense_share`` (newton-cg's dense model) X is one dense array (ones column last
+    with an intercept), no CSR rows are built and CSC columns only for the intercept's
+    rebalancing; without it (newton-cd) both layouts are built as before and nothing dense."""
+    from nsopt.solvers.newton_cd import prepare
+
+    J = _problem("logistic", seed=3, sparse=sparse, intercept=intercept)
+    X = J.base_loss.data.X if intercept else J.loss.data.X
+    Xd = X.toarray() if sp.issparse(X) else np.asarray(X)
+    m, d = Xd.shape
+    lean = prepare(_Loop(J), "auto", 0, dense_share=0.5)
+    full = prepare(_Loop(J), "auto", 0)
+    assert lean.gram and full.gram and full.dense is None
+    expect = np.hstack([Xd, np.ones((m, 1))]) if intercept else Xd
+    assert lean.dense.flags.c_contiguous and np.array_equal(lean.dense, expect)
+    assert lean.rows[1].size == 0 and full.rows[1].size == np.count_nonzero(Xd)
+    assert (lean.indices.size == np.count_nonzero(Xd)) == intercept
+    csc = sp.csc_matrix(Xd)
+    assert np.array_equal(full.indptr, csc.indptr) and np.array_equal(full.values, csc.data)
+    # too sparse for the dense array: both layouts, as newton-cd's
+    none = prepare(_Loop(J), "auto", 0, dense_share=1.01)
+    assert none.dense is None and none.rows[1].size == np.count_nonzero(Xd)
+
+
+@pytest.mark.parametrize("intercept", [False, True])
+def test_lean_layouts_give_the_same_run(intercept, monkeypatch):
+    """The dense array alone gives the iterates of the sparse-layout path to rounding."""
+    import nsopt.solvers.newton_cg as ncg
+
+    J = _problem("squared-hinge", seed=9, lam=1e-3, intercept=intercept)
+    a = nsopt.minimize(J, method="newton-cg", rtol=1e-10)
+    monkeypatch.setattr(ncg, "_DENSE_SHARE", 1.01)     # never dense: rows and columns
+    b = nsopt.minimize(J, method="newton-cg", rtol=1e-10)
+    assert a.success and b.success
+    np.testing.assert_allclose(a.x, b.x, rtol=1e-8, atol=1e-10)
+    assert a.nfev == b.nfev
+
+
 # ---------------------------------------------------------------- refusals (protocol)
 
 @pytest.mark.parametrize("loss,reg", [(L.Hinge, R.L2()), (L.Logistic, R.L1()),
@@ -210,3 +255,55 @@ def test_sklearn_l2_smooth_loss_defaults_to_newton_cg(loss):
     X, y = small_binary(60, 5, 1)
     est = LinearClassifier(loss=loss, penalty="l2").fit(X, y)
     assert est.result_.method == "newton-cg" and est.result_.success
+
+
+@settings(max_examples=20, deadline=None)
+@given(kind=st.sampled_from([1, 2]), seed=st.integers(0, 10_000),
+       spread=st.sampled_from([1e-3, 1.0, 30.0, 800.0]), beta=st.sampled_from([1.0, 0.5, 1e-3]))
+def test_fused_terms_equal_newton_cd_kernels(kind, seed, spread, beta):
+    """The loss terms with the conjugate sum from the same exponentials equal newton-cd's
+    ``margin_terms`` + ``conjugate_sum`` (+ ``line_loss`` on a trial), including margins where
+    exp under- or overflows (spread 800) and margins at exactly 0."""
+    from nsopt.solvers import _newton_cd_kernels as K
+    from nsopt.solvers._newton_cg_kernels import line_terms, margin_terms_conj
+
+    rng = np.random.default_rng(seed)
+    m = 50
+    z, q = spread * rng.standard_normal(m), spread * rng.standard_normal(m)
+    z[:3] = 0.0
+    y, c = rng.choice([-1.0, 1.0], m), rng.uniform(0.0, 2.0, m)
+    t0, D0, t1, D1 = (np.empty(m) for _ in range(4))
+    loss0 = K.margin_terms(kind, z, y, c, t0, D0)
+    loss1, conj1 = margin_terms_conj(kind, z, y, c, t1, D1)
+    assert np.array_equal(t0, t1) and np.array_equal(D0, D1)
+    assert loss1 == pytest.approx(loss0, rel=1e-13, abs=1e-300)
+    conj0 = K.conjugate_sum(kind, 1.0, t0, c)
+    assert conj1 == pytest.approx(conj0, rel=1e-12, abs=1e-14 * float(c.sum()))
+    zt = np.empty(m)
+    loss2, conj2 = line_terms(kind, z, q, beta, y, c, zt, t1, D1)
+    assert np.array_equal(zt, z + beta * q)
+    assert loss2 == pytest.approx(K.line_loss(kind, z, q, beta, y, c), rel=1e-13, abs=1e-300)
+    K.margin_terms(kind, zt, y, c, t0, D0)
+    assert np.array_equal(t0, t1) and np.array_equal(D0, D1)
+    assert conj2 == pytest.approx(K.conjugate_sum(kind, 1.0, t0, c), rel=1e-12,
+                                  abs=1e-14 * float(c.sum()))
+
+
+def test_init_runs_on_one_blas_thread(monkeypatch):
+    """The setup (data preparation, the start's oracle call) runs inside the one-BLAS-thread
+    context: a threaded call there left OpenBLAS's worker spinning through short runs."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    import nsopt.solvers.newton_cg as ncg
+
+    seen = []
+    prepare = ncg.prepare
+
+    def spy(*args, **kwargs):
+        seen.extend(i["num_threads"] for i in threadpoolctl.threadpool_info()
+                    if i["user_api"] == "blas")
+        return prepare(*args, **kwargs)
+
+    monkeypatch.setattr(ncg, "prepare", spy)
+    with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):   # tests run on 1
+        res = nsopt.minimize(_problem("logistic", seed=2), method="newton-cg", rtol=1e-6)
+    assert res.success and seen and set(seen) == {1}

@@ -1,14 +1,75 @@
-r"""Compiled kernel of the L2 truncated Newton solver (:class:`~.newton_cg.NewtonCG`): the
+r"""Compiled kernels of the L2 truncated Newton solver (:class:`~.newton_cg.NewtonCG`): the
 Hessian-vector product of the loss, :math:`X^T \mathrm{diag}(D)\, X v`, in two passes over the
-columns (CSC; the intercept, when present, is column ``d`` of ones and is not stored). The
-other kernels (scores, loss terms, gradient, dense Hessian) are newton-cd's
-(:mod:`nsopt.solvers._newton_cd_kernels`).
+columns (CSC; the intercept, when present, is column ``d`` of ones and is not stored), and the
+per-example terms at the scores with the dual point's conjugate sum from the same
+exponentials (:func:`margin_terms_conj`, :func:`line_terms`). The other kernels (scores,
+gradient, dense Hessian) are newton-cd's (:mod:`nsopt.solvers._newton_cd_kernels`).
 """
 from __future__ import annotations
 
+import math
+
+import numpy as np
 from numba import njit
 
-__all__ = ["hess_vec"]
+from ._newton_cd_kernels import SQUARED_HINGE
+
+__all__ = ["hess_vec", "margin_terms_conj", "line_terms"]
+
+
+@njit(cache=True, inline="always")
+def _terms(kind, u, ci):
+    r"""At the margin :math:`u = y_i z_i`: ``(c phi(u), t, c phi''(u), c psi(t))`` with
+    :math:`t = -\phi'(u)` and :math:`\psi(t) = \phi^*(-t)`. Logistic, :math:`e =
+    e^{-|u|}`, :math:`L = \log(1 + e)`: :math:`\phi = L + \max(-u, 0)`, :math:`t =
+    \sigma(-u)`, and :math:`\psi(t) = t\log t + (1-t)\log(1-t)` is :math:`-tu - L`
+    (:math:`u \ge 0`: :math:`\log t = -u - L`, :math:`\log(1-t) = -L`) or
+    :math:`(1-t)u - L` (:math:`u < 0`): no logarithm of ``t`` itself."""
+    if kind == SQUARED_HINGE:
+        r = 1.0 - u
+        if r > 0.0:
+            return ci * 0.5 * r * r, r, ci, ci * (0.5 * r * r - r)
+        return 0.0, 0.0, 0.0, 0.0
+    if u >= 0.0:
+        e = math.exp(-u)
+        L = math.log1p(e)
+        t = e / (1.0 + e)
+        return ci * L, t, ci * t * (1.0 - t), ci * (-t * u - L)
+    e = math.exp(u)
+    L = math.log1p(e)
+    t = 1.0 / (1.0 + e)
+    return ci * (-u + L), t, ci * t * (1.0 - t), ci * ((1.0 - t) * u - L)
+
+
+@njit(cache=True)
+def margin_terms_conj(kind, z, y, c, t, D):
+    r"""newton-cd's ``margin_terms`` (writes ``t``, ``D``; the loss :math:`\sum_i c_i
+    \phi(y_i z_i)`), also returning :math:`\sum_i c_i\psi(t_i)` (what ``conjugate_sum``
+    computes from ``t``) from the same exponentials: ``(loss, conj)``. O(m)."""
+    empty = np.zeros(0)
+    return line_terms(kind, z, empty, 0.0, y, c, empty, t, D)
+
+
+@njit(cache=True)
+def line_terms(kind, z, q, beta, y, c, z_out, t, D):
+    r"""One line-search trial: ``z_out`` :math:`= z + \beta q` with its terms as
+    :func:`margin_terms_conj` (kept for the next iterate when the trial is accepted: no second
+    pass over the exponentials); with an empty ``q`` the terms at ``z`` itself. Returns
+    ``(loss, conj)``. O(m)."""
+    trial = q.size > 0
+    loss = 0.0
+    conj = 0.0
+    for i in range(z.size):
+        zi = z[i]
+        if trial:
+            zi += beta * q[i]
+            z_out[i] = zi
+        f, ti, di, p = _terms(kind, y[i] * zi, c[i])
+        loss += f
+        conj += p
+        t[i] = ti
+        D[i] = di
+    return loss, conj
 
 
 @njit(cache=True)

@@ -91,42 +91,76 @@ class _Data(NamedTuple):
     rows: tuple                # the same data by rows (CSR: indptr, indices, values)
     gram: bool                 # models on a dense Hessian of the active columns
     own_value: bool            # the kernels value the iterates (else: an oracle call each)
+    dense: np.ndarray | None = None  # X dense, ones column last (``prepare``'s dense_share)
 
 
-def prepare(problem, model, random_state) -> _Data:
+def prepare(problem, model, random_state, dense_share=None) -> _Data:
     """The kernels' data of ``problem`` (the loop's counting wrapper of a
     :class:`~nsopt.RegularizedRisk` whose loss :func:`loss_kind` knows): CSC columns, CSR rows,
     labels, weights, the intercept column; the dense-Hessian mode when ``model`` is
     ``"gram"``, or ``"auto"`` and the columns are few (see :class:`NewtonCD`); shared with
-    :class:`~nsopt.solvers.newton_cg.NewtonCG`."""
+    :class:`~nsopt.solvers.newton_cg.NewtonCG`.
+
+    ``dense_share`` (None: never): in the dense-Hessian mode, when the nonzeros are at least
+    this share of the ``m x d`` entries, X is kept as one dense C-ordered array ``dense``
+    (the intercept's column of ones last) and only the layouts the caller still reads are
+    built: no CSR rows, and CSC columns only with an intercept (:func:`rebalance` reads them);
+    the unbuilt ones are empty arrays. Building them was most of a short run's setup (letter,
+    ``d = 16``: CSC conversion and index copies, several dense passes' worth)."""
     risk = problem.problem
     base = risk.base_loss
     kind = loss_kind(base)
     X = base.data.X
-    csc = base.data.csc if sp.issparse(X) else sp.csc_matrix(np.asarray(X, dtype=np.float64))
-    if csc.data.dtype != np.float64:
-        csc = csc.astype(np.float64)
     d = base.dim
     has_b = bool(risk.fit_intercept)
+    m = int(X.shape[0])
     pen = np.ones(d + int(has_b))
     if has_b:
         pen[d] = 0.0
     seed = (random_state * 0x9E3779B97F4A7C15 + 0x2545F4914F6CDD1D) % 2**64
-    csr = base.data.csr if sp.issparse(X) else sp.csr_matrix(csc)
-    if csr.data.dtype != np.float64:
-        csr = csr.astype(np.float64)
-    csr = csr.copy() if not csr.has_canonical_format else csr
-    csr.sum_duplicates()
-    per_row = np.diff(csr.indptr).astype(np.float64)
-    nnz = max(float(csr.indptr[-1]), 1.0)
+    if sp.issparse(X):
+        csr = base.data.csr
+        if csr.data.dtype != np.float64:
+            csr = csr.astype(np.float64)
+        csr = csr.copy() if not csr.has_canonical_format else csr
+        csr.sum_duplicates()
+        per_row = np.diff(csr.indptr).astype(np.float64)
+    else:
+        X = np.asarray(X, dtype=np.float64)
+        csr = None                          # built below when a layout reads it
+        per_row = np.count_nonzero(X, axis=1).astype(np.float64)
+    total = float(per_row.sum())
+    nnz = max(total, 1.0)
     gram = (model == "gram" or (model == "auto" and d + has_b <= _GRAM_MAX_COLUMNS
             and float(per_row @ per_row) <= _GRAM_MAX_PAIRS * nnz))
-    data = _Data(kind, csc.indptr.astype(np.int64), csc.indices.astype(np.int64), csc.data,
+    dense = None
+    if gram and dense_share is not None and total >= dense_share * m * d:
+        src = csr if csr is not None else X
+        if has_b:
+            dense = np.empty((m, d + 1))
+            dense[:, :d] = src.toarray() if csr is not None else src
+            dense[:, d] = 1.0
+        else:
+            dense = src.toarray() if csr is not None else np.ascontiguousarray(src)
+    empty_i, empty_v = np.zeros(0, dtype=np.int64), np.zeros(0)
+    if dense is None or has_b:
+        csc = base.data.csc if sp.issparse(X) else sp.csc_matrix(X)
+        if csc.data.dtype != np.float64:
+            csc = csc.astype(np.float64)
+        columns = (csc.indptr.astype(np.int64), csc.indices.astype(np.int64), csc.data)
+    else:
+        columns = (np.zeros(d + 1, dtype=np.int64), empty_i, empty_v)
+    if dense is None:
+        if csr is None:
+            csr = sp.csr_matrix(X)
+        rows = (csr.indptr.astype(np.int64), csr.indices.astype(np.int64), csr.data)
+    else:
+        rows = (np.zeros(m + 1, dtype=np.int64), empty_i, empty_v)
+    data = _Data(kind, *columns,
                  np.ascontiguousarray(base.y, dtype=np.float64),
                  np.ascontiguousarray(base.c, dtype=np.float64), pen, has_b, d,
-                 np.array([seed or 1], dtype=np.uint64),
-                 (csr.indptr.astype(np.int64), csr.indices.astype(np.int64), csr.data), gram,
-                 bool(getattr(problem.loss, "scores_supported", False)))
+                 np.array([seed or 1], dtype=np.uint64), rows, gram,
+                 bool(getattr(problem.loss, "scores_supported", False)), dense)
     if has_b:
         y, c = data.y, data.c
         if not (np.any(c[y > 0] > 0) and np.any(c[y < 0] > 0)) and kind == K.LOGISTIC:

@@ -22,7 +22,7 @@ from ..certificate import DualPoint, _one_blas_thread
 from ..regularizers import scaled_conjugate
 from . import _newton_cd_kernels as K
 from ._base import Solver
-from ._newton_cg_kernels import hess_vec
+from ._newton_cg_kernels import hess_vec, line_terms, margin_terms_conj
 from ._registry import register
 from .newton_cd import loss_kind, prepare, rebalance
 
@@ -108,8 +108,13 @@ class NewtonCG(Solver):
     :math:`Xd`, and two per conjugate-gradient iteration (``"cg"``) or the dense Hessian
     (``"gram"``: a9a, about 14 passes' worth, plus a :math:`d^3/3` Cholesky factorisation);
     O(m) per line-search trial and for the certificate. Scores are updated as
-    :math:`z + \beta Xd` and recomputed from ``w`` every 8 iterations. The iterate is valued
-    by the kernels (offered to the loop as ``w_best``). Three iterations in a row without
+    :math:`z + \beta Xd` and recomputed from ``w`` every 8 iterations; the accepted trial's
+    loss terms (dual point, Hessian weights, and the logistic conjugate sum from the same
+    exponentials, :func:`~nsopt.solvers._newton_cg_kernels.line_terms`) are the next
+    iterate's. On dense data (nonzeros at least half the entries) with the dense model only
+    the dense copy of X is built (no CSR rows; CSC columns only for an intercept); init (the
+    start's oracle call included) and the steps keep BLAS on one thread. The iterate is
+    valued by the kernels (offered to the loop as ``w_best``). Three iterations in a row without
     descent (rounding at a gap below what floating point resolves) end the run as
     ``stationary``, with the gradient's norm. Compiled with numba.
 
@@ -196,17 +201,19 @@ class NewtonCG(Solver):
 
     # ------------------------------------------------------------------------------------
     def init(self, problem, x0):
-        problem.evaluate(x0)                       # the fallback answer: F(x0), one oracle call
-        data = prepare(problem, self.model, 0)
-        m, n = data.y.size, data.d + int(data.has_b)
-        dense = None
-        if data.gram and data.values.size >= _DENSE_SHARE * m * data.d:
-            dense = np.ones((m, n))          # the intercept's column stays ones
-            base = problem.problem.base_loss.data
-            X = base.X
-            dense[:, :data.d] = X.toarray() if hasattr(X, "toarray") else X
-        w = np.array(x0, dtype=np.float64)
+        # all of it on one BLAS thread, the start's oracle call too: a threaded level-1 call
+        # there left OpenBLAS's worker spinning through the run's setup (letter, lam 1e-6,
+        # 2 cores under load: the run took 3x its one-thread time)
         with _one_blas_thread():
+            data = prepare(problem, self.model, 0, dense_share=_DENSE_SHARE)
+            dense = data.dense
+            w = np.array(x0, dtype=np.float64)
+            # the fallback answer F(x0), one oracle call; at the usual x0 = 0 the scores are
+            # 0 without the pass X x0 (as dcd)
+            if data.own_value and not np.any(w):
+                problem.evaluate(x0, scores=np.zeros(data.y.size))
+            else:
+                problem.evaluate(x0)
             z = self._scores(data, dense, w)
             return self._at(problem, data, w, z, None, dense)
 
@@ -217,11 +224,15 @@ class NewtonCG(Solver):
             return dense @ w
         return K.scores(data.indptr, data.indices, data.values, w, data.has_b, data.y.size)
 
-    def _at(self, problem, data, w, z, s, dense=None):
-        """The state at ``w`` with scores ``z``: loss, dual point, gradient pass, bound."""
+    def _at(self, problem, data, w, z, s, dense=None, terms=None):
+        """The state at ``w`` with scores ``z``: loss, dual point, gradient pass, bound.
+        ``terms``: ``(loss, conj, t, D)`` at ``z`` when a line-search trial computed them."""
         m, lam = data.y.size, problem.lam
-        t, D = np.empty(m), np.empty(m)
-        loss = K.margin_terms(data.kind, z, data.y, data.c, t, D)
+        if terms is None:
+            t, D = np.empty(m), np.empty(m)
+            loss, conj = margin_terms_conj(data.kind, z, data.y, data.c, t, D)
+        else:
+            loss, conj, t, D = terms
         wp = w * data.pen
         fun = float(loss + 0.5 * lam * float(wp @ wp))
         n = w.size
@@ -233,7 +244,7 @@ class NewtonCG(Solver):
             grad, hdiag = np.empty(n), np.empty(n)
             K.grad_hess(data.indptr, data.indices, data.values, cyt, D, data.has_b, 0.0, grad,
                         hdiag)
-        lower, evidence = self._bound(problem, data, t, cyt, grad)
+        lower, evidence = self._bound(problem, data, t, cyt, grad, conj)
         grad = grad + lam * wp           # a new array: the evidence keeps the loss's slope
         hdiag += lam * data.pen
         fields = dict(w=w, z=z, D=D, grad=grad, hdiag=hdiag, fun=fun, lower_bound=lower,
@@ -249,11 +260,14 @@ class NewtonCG(Solver):
         return s._replace(**fields)
 
     @staticmethod
-    def _bound(problem, data, t, cyt, grad):
+    def _bound(problem, data, t, cyt, grad, conj):
         r"""The Fenchel dual value of ``t`` (on the intercept's equality when there is one;
-        squared hinge: scaled by the best factor). Returns ``(bound, DualPoint)``
-        (``-inf, None`` when rounding leaves it infeasible)."""
+        squared hinge: scaled by the best factor). ``conj``: :math:`\sum_i c_i\psi(t_i)`
+        from the loss terms' kernel, used while ``t`` is unchanged (logistic, no intercept
+        excess). Returns ``(bound, DualPoint)`` (``-inf, None`` when rounding leaves it
+        infeasible)."""
         lam, kind = problem.lam, data.kind
+        t0 = t
         t, a = rebalance(data, t, cyt, grad)
         if kind == K.SQUARED_HINGE:
             # D(s) = s sum c t - s^2/2 (sum c t^2 + ||a||^2 / lam): its maximiser on s >= 0
@@ -261,7 +275,10 @@ class NewtonCG(Solver):
             curv = ctt + float(a @ a) / lam
             scale = max(ct, 0.0) / curv if curv > 0 else 1.0
             t, a = scale * t, scale * a
-        b = -float(K.conjugate_sum(kind, 1.0, t, data.c))
+        if t is t0 and kind != K.SQUARED_HINGE:
+            b = -float(conj)
+        else:
+            b = -float(K.conjugate_sum(kind, 1.0, t, data.c))
         with np.errstate(over="ignore", invalid="ignore"):
             conj = scaled_conjugate(problem.reg, a, lam)
         if not (math.isfinite(conj) and math.isfinite(b)):
@@ -288,10 +305,13 @@ class NewtonCG(Solver):
         dd = float((direction * pen) @ direction)
         ww = float((w * pen) @ w)
         beta, halvings, accepted = 1.0, 0, False
+        m = data.y.size
+        z_try, t, D = np.empty(m), np.empty(m), np.empty(m)
         if slope < 0:
             while halvings <= _MAX_HALVINGS:
                 reg = 0.5 * lam * (ww + 2.0 * beta * wd + beta * beta * dd)
-                f_try = K.line_loss(data.kind, s.z, q, beta, data.y, data.c) + reg
+                loss, conj = line_terms(data.kind, s.z, q, beta, data.y, data.c, z_try, t, D)
+                f_try = loss + reg
                 if f_try - s.fun <= _SIGMA * beta * slope:
                     accepted = True
                     break
@@ -308,10 +328,9 @@ class NewtonCG(Solver):
                               linearization_error=0.0)
         w_new = w + beta * direction
         if (s.n_steps + 1) % _REFRESH == 0:
-            z = self._scores(data, s.dense, w_new)
-        else:
-            z = s.z + beta * q
-        s = self._at(problem, data, w_new, z, s)
+            s = self._at(problem, data, w_new, self._scores(data, s.dense, w_new), s)
+        else:   # the accepted trial's scores and terms
+            s = self._at(problem, data, w_new, z_try, s, terms=(loss, conj, t, D))
         return s._replace(**counts, fails=0)
 
     @staticmethod
