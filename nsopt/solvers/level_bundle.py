@@ -291,7 +291,7 @@ class LevelBundle(Solver):
             left = (None if problem.deadline is None
                     else problem.deadline - time.perf_counter())
             out = lp.solve(left)
-            if out is not None and np.all(np.isfinite(out[2])):
+            if out is not None and np.isfinite(out[2]).all():
                 x, _, alpha = out
                 alpha, a_bar, b_bar, bound = _weighed(bundle, alpha, lb, ub)
                 return ModelMinimum(np.minimum(np.maximum(x, lb), ub), bound, alpha, a_bar, b_bar)
@@ -374,7 +374,7 @@ class LevelBundle(Solver):
                 # best bound over the simplex (so the offer is only made between LPs)
                 lower, evidence = self._offer(problem, bundle, mult, lower, evidence, lb, ub,
                                               points)
-        bundle.update_ages(active.astype(np.float64))
+        bundle.update_ages(active)      # True > 0: the ages of the active planes reset
         return self.State(x=x, fun_up=fun_up, lower_bound=lower, evidence=evidence, level=level,
                           x_next=freeze(nxt), alpha=alpha, active=active, bundle=bundle,
                           lb=lb, ub=ub, n_planes=bundle.n, n_qp_fallbacks=fallbacks, lp=lp,
