@@ -312,8 +312,11 @@ class LevelBundle(Solver):
         A = bundle.A        # a view of the rows (a dense copy in list storage), not a copy
         scale = 1.0 + float(np.abs(centre).max(initial=0.0))
         x, mult = project_level_set(A, level - bundle.b, lb, ub, centre, tol=1e-12 * scale)
-        if (x is None or not np.isfinite(x).all()
-                or not float((A @ x + bundle.b).max()) <= level + slack):
+        if x is None or not np.isfinite(x).all():
+            return None, None
+        # the model at x: bundle.model's own arithmetic (A @ x + b on dense rows)
+        model = bundle.model(x) if bundle.sparse_storage else float((A @ x + bundle.b).max())
+        if not model <= level + slack:
             return None, None
         return x, mult
 
