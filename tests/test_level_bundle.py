@@ -387,3 +387,46 @@ def test_dense_lp_up_to_its_dimension_highs_above():
     assert isinstance(small, DenseBoxLP)
     big = LevelBundle._hot_lp(-np.ones(DENSE_LP_MAX_DIM + 1), np.ones(DENSE_LP_MAX_DIM + 1))
     assert isinstance(big, BoxModelLP) if highs_available() else big is None
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2 ** 16), n=st.integers(1, 40), d=st.integers(1, 12),
+       floor=st.booleans(), n_drop=st.integers(0, 5))
+def test_the_loops_shortcuts_give_the_bundles_bound_and_evidence(seed, n, d, floor, n_drop):
+    """The level loop's own bound (``_weighed``) and evidence (``_points_evidence``, from its
+    list of query points) are bit for bit what the bundle's ``feasible``/``combine``,
+    ``box_min`` and ``planes_evidence`` give, also after a drop and with the floor plane."""
+    from nsopt.bundle import PlaneBundle
+    from nsopt.solvers._region import box_min, planes_evidence
+    from nsopt.solvers.level_bundle import _points_evidence, _weighed
+
+    rng = np.random.default_rng(seed)
+    lb, ub = -rng.uniform(0.5, 3, d), rng.uniform(0.5, 3, d)
+    bundle, points = PlaneBundle(d, evidence="points"), []
+    if floor:
+        bundle.add_floor(-2.5)
+        points.append(None)
+    for _ in range(n):
+        w = rng.uniform(lb, ub)
+        bundle.add_at(w, float(rng.standard_normal()), rng.standard_normal(d))
+        points.append(w)
+    if n_drop:
+        mask = np.zeros(bundle.n, dtype=bool)
+        mask[rng.choice(bundle.n, size=min(n_drop, bundle.n - 1), replace=False)] = True
+        keep = bundle.drop(mask)
+        points = [points[i] for i in keep.tolist()]
+    raw = rng.standard_normal(bundle.n) * (rng.random(bundle.n) < 0.6)
+    raw[rng.integers(bundle.n)] = 1.0                  # some positive weight
+    alpha, a_bar, b_bar, value = _weighed(bundle, raw, lb, ub)
+    ref_alpha = bundle.feasible(raw)
+    ref_a, ref_b = bundle.combine(ref_alpha)
+    np.testing.assert_array_equal(alpha, ref_alpha)
+    np.testing.assert_array_equal(a_bar, ref_a)
+    assert b_bar == ref_b and value == ref_b + box_min(ref_a, lb, ub)
+    ev = _points_evidence(points, alpha, -2.5 if floor else -math.inf, (a_bar, b_bar), lb, ub)
+    ref = planes_evidence(bundle, alpha, -2.5 if floor else -math.inf, (ref_a, ref_b),
+                          lb=lb, ub=ub)
+    assert len(ev.points) == len(ref.points)
+    assert all(p is q for p, q in zip(ev.points, ref.points))
+    np.testing.assert_array_equal(ev.weights, ref.weights)
+    assert ev.floor == ref.floor and ev.floor_value == ref.floor_value

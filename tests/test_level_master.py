@@ -248,3 +248,28 @@ def test_certified_1e8_without_stalling(name, method, options):
     slack = 1e-9 * (1 + abs(fs))                       # Clarabel's accuracy
     assert res.lower_bound - slack <= fs <= res.fun + slack
     assert res.certificate.check(f, bounds=box) >= res.lower_bound - 1e-10 * abs(res.fun)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2 ** 16), m=st.integers(1, 40), d=st.integers(1, 15),
+       margin=st.sampled_from([0.0, 0.3]), nan=st.booleans())
+def test_projection_answer_is_the_kernels_clipped_point_and_plane_multipliers(seed, m, d,
+                                                                           margin, nan):
+    """``project_level_set`` assembles its answer in compiled code: the kernel's point clipped
+    onto the box (NaN kept, so the caller's finiteness test still sees it) and the active
+    planes' multipliers, the same numbers as assembling them with numpy."""
+    from nsopt.inner.level_master import _project
+
+    A, r, lb, ub, c = _instance(seed, m, d, margin)
+    if nan:
+        c[0] = np.nan
+    x, mult = project_level_set(A, r, lb, ub, c, tol=1e-12)
+    x0, u, act, q, status = _project(A, r, lb, ub, c.copy(), 1e-12, 10 * (m + 2 * d))
+    if status != 0:
+        assert x is None and not mult.any()
+        return
+    ref = np.zeros(m)
+    planes = act[:q] < m
+    ref[act[:q][planes]] = u[:q][planes]
+    np.testing.assert_array_equal(mult, ref)
+    np.testing.assert_array_equal(x, np.clip(x0, lb, ub))

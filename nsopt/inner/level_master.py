@@ -405,7 +405,14 @@ def _project(A, r, lb, ub, centre, tol, max_iter):  # pragma: no cover (compiled
             if it > max_iter:
                 return x, u, act, q, 2
             # step 2: primal direction z = J2 J2^T n, dual direction r = R^{-1} J1^T n
-            dv[:] = J @ npv                                  # J is stored transposed
+            if p < m:
+                dv[:] = J @ npv                              # J is stored transposed
+            elif p < m + d:                                  # n = -e_j: a column of J^T,
+                for k in range(d):                           # J^T n without the d^2 product
+                    dv[k] = -J[k, p - m]                     # (the same numbers: exact)
+            else:
+                for k in range(d):
+                    dv[k] = J[k, p - m - d]
             z[:] = 0.0
             for k in range(q, d):                            # rows of J^T: contiguous
                 if dv[k] != 0.0:
@@ -464,6 +471,27 @@ def _project(A, r, lb, ub, centre, tol, max_iter):  # pragma: no cover (compiled
             q = _drop(J, R, u, act, q, pos)
 
 
+@numba.njit(cache=True)
+def _project_finish(A, r, lb, ub, centre, tol, max_iter):  # pragma: no cover (compiled)
+    """:func:`_project`, then the answer :func:`project_level_set` returns: ``(x clipped
+    onto the box, the planes' multipliers, status)``, in one compiled call (no arithmetic
+    added: copies and comparisons)."""
+    m = A.shape[0]
+    x, u, act, q, status = _project(A, r, lb, ub, centre, tol, max_iter)
+    mult = np.zeros(m)
+    if status != 0:
+        return x, mult, status
+    for k in range(q):
+        if act[k] < m:
+            mult[act[k]] = u[k]
+    for j in range(x.size):                         # np.clip: NaN stays NaN
+        if x[j] < lb[j]:
+            x[j] = lb[j]
+        elif x[j] > ub[j]:
+            x[j] = ub[j]
+    return x, mult, status
+
+
 def project_level_set(A, r, lb, ub, centre, *, tol: float = 1e-12, max_iter: int | None = None):
     r"""The projection :math:`\arg\min \tfrac12\|x - c\|^2` s.t. :math:`A x \le r`,
     :math:`lb \le x \le ub`, by Goldfarb and Idnani's dual active-set method.
@@ -507,11 +535,5 @@ def project_level_set(A, r, lb, ub, centre, *, tol: float = 1e-12, max_iter: int
     ub = np.ascontiguousarray(ub, dtype=np.float64)
     c = np.ascontiguousarray(centre, dtype=np.float64)
     cap = 10 * (m + 2 * d) if max_iter is None else int(max_iter)
-    x, u, act, q, status = _project(A, r, lb, ub, c, float(tol), cap)
-    mult = np.zeros(m)
-    if status != 0:
-        return None, mult
-    act, u = act[:q], u[:q]
-    planes = act < m
-    mult[act[planes]] = u[planes]
-    return np.clip(x, lb, ub), mult
+    x, mult, status = _project_finish(A, r, lb, ub, c, float(tol), cap)
+    return (x if status == 0 else None), mult

@@ -142,7 +142,7 @@ class PolyhedralLevelBundle(LevelBundle):
             y = _equality_multipliers(self._rows, self._n_eq, bundle.rmatvec(mult[:n]), y)
         return x, _tag(mult[:n], y)
 
-    def _offer(self, problem, bundle, alpha, lower, evidence, lb, ub):
+    def _offer(self, problem, bundle, alpha, lower, evidence, lb, ub, points=None):
         """The weak-duality bound of the plane multipliers ``alpha`` and the rows' multipliers
         they carry (scaled like ``alpha`` when it is made feasible), when it beats ``lower``."""
         y = getattr(alpha, "rows_y", None)

@@ -17,6 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..bundle import PlaneBundle
+from ..certificate import OraclePlanes
 from ..oracle import OracleNumericalError, freeze
 from .._validation import Interval, NoneOr, Option, Satisfies, check_box
 from ._base import ProblemNotSupported, Solver
@@ -38,6 +39,39 @@ DENSE_LP_MAX_DIM = 300
 
 def _finite_box(value):
     return check_box(value, "bounds", finite=True)
+
+
+def _weighed(bundle, alpha, lb, ub):
+    r"""``(alpha, a_bar, b_bar, bound)``: ``alpha`` made feasible
+    (:meth:`~nsopt.bundle.PlaneBundle.feasible`), its plane :math:`(\bar a, \bar b)` and the
+    bound :math:`\bar b + \min_Q\langle\bar a, y\rangle` over the finite box. The arithmetic
+    of :meth:`~nsopt.bundle.PlaneBundle.combine` and :func:`~nsopt.solvers._region.box_min`,
+    operation for operation (the same bits), without their layers: it runs once or twice an
+    iteration."""
+    alpha = bundle.feasible(alpha)
+    if bundle.sparse_storage:
+        a_bar, b_bar = bundle.combine(alpha)
+        return alpha, a_bar, b_bar, b_bar + box_min(a_bar, lb, ub)
+    support = alpha.nonzero()[0]
+    w = alpha[support]
+    a_bar = w @ bundle.A[support] if support.size else np.zeros(bundle.dim)
+    b_bar = float(w @ bundle.b[support])
+    nz = a_bar != 0
+    a = a_bar[nz]
+    return alpha, a_bar, b_bar, b_bar + float(np.minimum(a * lb[nz], a * ub[nz]).sum())
+
+
+def _points_evidence(points, alpha, floor_value, plane, lb, ub):
+    """The :class:`~nsopt.certificate.OraclePlanes` of the feasible multipliers ``alpha``
+    from the run's list of query points, one per plane (None for the floor, the one fixed
+    plane): what :func:`~nsopt.solvers._region.planes_evidence` builds, read off by index."""
+    index = alpha.nonzero()[0].tolist()
+    floor = 0.0
+    if index and points[index[0]] is None:          # the floor plane (index 0) is weighted
+        floor = float(alpha[index[0]])
+        index = index[1:]
+    return OraclePlanes(tuple([points[i] for i in index]), alpha[index], floor=floor,
+                        floor_value=floor_value, plane=plane, lb=lb, ub=ub)
 
 
 @register
@@ -225,6 +259,7 @@ class LevelBundle(Solver):
         n_qp_fallbacks: int
         lp: object = None          # the warm LP (DenseBoxLP or BoxModelLP, rows = the bundle's) or None
         k: int = 0                 # iterations (steps) so far
+        points: list | None = None  # per plane its query point (None: the floor); None: unkept
 
     def check_problem(self, problem):  # required_options says so up front
         """Any oracle, but only with a bounded set: a finite box ``bounds`` (a constraint), or
@@ -256,12 +291,10 @@ class LevelBundle(Solver):
             left = (None if problem.deadline is None
                     else problem.deadline - time.perf_counter())
             out = lp.solve(left)
-            if out is not None and np.all(np.isfinite(out[2])):
+            if out is not None and np.isfinite(out[2]).all():
                 x, _, alpha = out
-                alpha = bundle.feasible(alpha)
-                a_bar, b_bar = bundle.combine(alpha)
-                return ModelMinimum(np.clip(x, lb, ub), b_bar + box_min(a_bar, lb, ub), alpha,
-                                    a_bar, b_bar)
+                alpha, a_bar, b_bar, bound = _weighed(bundle, alpha, lb, ub)
+                return ModelMinimum(np.minimum(np.maximum(x, lb), ub), bound, alpha, a_bar, b_bar)
         try:
             return box_model_minimum(bundle, lb, ub, problem.deadline)
         except MasterLPError as exc:
@@ -276,28 +309,35 @@ class LevelBundle(Solver):
         (:func:`~nsopt.inner.level_master.project_level_set`, Goldfarb-Idnani, compiled);
         ``(x, multipliers of the planes)``, or ``(None, None)`` when it fails or its point's
         model value is not within ``slack`` of the level."""
-        rows = bundle.rows()
-        A = rows.toarray() if sp.issparse(rows) else rows
-        scale = 1.0 + float(np.max(np.abs(centre), initial=0.0))
+        A = bundle.A        # a view of the rows (a dense copy in list storage), not a copy
+        scale = 1.0 + float(np.abs(centre).max(initial=0.0))
         x, mult = project_level_set(A, level - bundle.b, lb, ub, centre, tol=1e-12 * scale)
-        if x is None or not np.all(np.isfinite(x)) or not bundle.model(x) <= level + slack:
+        if x is None or not np.isfinite(x).all():
+            return None, None
+        # the model at x: bundle.model's own arithmetic (A @ x + b on dense rows)
+        model = bundle.model(x) if bundle.sparse_storage else float((A @ x + bundle.b).max())
+        if not model <= level + slack:
             return None, None
         return x, mult
 
-    def _offer(self, problem, bundle, alpha, lower, evidence, lb, ub):
+    def _offer(self, problem, bundle, alpha, lower, evidence, lb, ub, points=None):
         """The bound :math:`\\bar b + \\min_Q\\langle\\bar a, y\\rangle` of the multipliers
-        ``alpha`` (made feasible), with its evidence, when it beats ``lower``."""
-        alpha = bundle.feasible(alpha)
-        a_bar, b_bar = bundle.combine(alpha)
-        value = b_bar + box_min(a_bar, lb, ub)
+        ``alpha`` (made feasible), with its evidence, when it beats ``lower``. ``points``: the
+        query point of every plane (None for the floor), kept by the run, so that the
+        evidence is read off without asking the bundle plane by plane."""
+        alpha, a_bar, b_bar, value = _weighed(bundle, alpha, lb, ub)
         if value > lower:
-            ev = planes_evidence(bundle, alpha, problem.lower_bound, (a_bar, b_bar), lb=lb, ub=ub)
+            if points is None:
+                ev = planes_evidence(bundle, alpha, problem.lower_bound, (a_bar, b_bar),
+                                     lb=lb, ub=ub)
+            else:
+                ev = _points_evidence(points, alpha, problem.lower_bound, (a_bar, b_bar), lb, ub)
             if ev is not None:
                 return value, ev
         return lower, evidence
 
     def _iterate(self, problem, bundle, x, fun_up, lower, evidence, lb, ub, fallbacks, lp=None,
-                 alpha=None):
+                 alpha=None, points=None):
         """Bound, level and next point for the current bundle (the state after an evaluation).
 
         ``alpha``: the last LP's multipliers, aligned with the bundle (None: solve the LP now).
@@ -308,8 +348,8 @@ class LevelBundle(Solver):
         point = None
         if alpha is None:
             m = self._model_minimum(problem, bundle, lb, ub, lp)
-            lower, evidence = self._offer(problem, bundle, m.alpha, lower, evidence, lb, ub) \
-                if m.bound > lower else (lower, evidence)
+            lower, evidence = self._offer(problem, bundle, m.alpha, lower, evidence, lb, ub,
+                                          points) if m.bound > lower else (lower, evidence)
             alpha, point, solved = m.alpha, m.point, True
         nxt, mult, level = None, None, lower
         while True:
@@ -322,8 +362,8 @@ class LevelBundle(Solver):
             # an empty level set (the model's minimum is above the level), or a failed
             # projection: the LP raises the bound, and the level with it
             m = self._model_minimum(problem, bundle, lb, ub, lp)
-            lower, evidence = self._offer(problem, bundle, m.alpha, lower, evidence, lb, ub) \
-                if m.bound > lower else (lower, evidence)
+            lower, evidence = self._offer(problem, bundle, m.alpha, lower, evidence, lb, ub,
+                                          points) if m.bound > lower else (lower, evidence)
             alpha, point, solved = m.alpha, m.point, True
         active = alpha > 0
         if nxt is None:             # point is None only when the gap is closed: the run stops
@@ -335,11 +375,13 @@ class LevelBundle(Solver):
             if not solved:
                 # after an LP on this bundle no weights can do better: the LP's dual is the
                 # best bound over the simplex (so the offer is only made between LPs)
-                lower, evidence = self._offer(problem, bundle, mult, lower, evidence, lb, ub)
-        bundle.update_ages(active.astype(np.float64))
+                lower, evidence = self._offer(problem, bundle, mult, lower, evidence, lb, ub,
+                                              points)
+        bundle.update_ages(active)      # True > 0: the ages of the active planes reset
         return self.State(x=x, fun_up=fun_up, lower_bound=lower, evidence=evidence, level=level,
                           x_next=freeze(nxt), alpha=alpha, active=active, bundle=bundle,
-                          lb=lb, ub=ub, n_planes=bundle.n, n_qp_fallbacks=fallbacks, lp=lp)
+                          lb=lb, ub=ub, n_planes=bundle.n, n_qp_fallbacks=fallbacks, lp=lp,
+                          points=points)
 
     # --- init and step -----------------------------------------------------------------------
     def init(self, problem, x0):
@@ -347,13 +389,17 @@ class LevelBundle(Solver):
         x0 = freeze(np.clip(x0, lb, ub))            # a start outside the box is projected
         bundle = PlaneBundle(problem.dim, evidence="points")
         lp = self._hot_lp(lb, ub)
+        points = []                                 # the query point of each plane
         if math.isfinite(problem.lower_bound):
             bundle.add_floor(problem.lower_bound)   # the oracle's floor: a plane of slope 0
             self._mirror(bundle, lp)
+            points.append(None)
         ev = problem.evaluate(x0)
         bundle.add_at(ev.w, ev.fun, ev.subgradient)
         self._mirror(bundle, lp)
-        return self._iterate(problem, bundle, ev.w, float(ev.fun), -math.inf, None, lb, ub, 0, lp)
+        points.append(ev.w)
+        return self._iterate(problem, bundle, ev.w, float(ev.fun), -math.inf, None, lb, ub, 0, lp,
+                             points=points)
 
     @staticmethod
     def _hot_lp(lb, ub):
@@ -367,25 +413,35 @@ class LevelBundle(Solver):
     def _mirror(bundle, lp):
         """The bundle's newest plane as a row of the hot-started LP."""
         if lp is not None:
-            rows = bundle.rows(bundle.n - 1)
-            a = rows.toarray()[0] if sp.issparse(rows) else rows[0]
-            lp.add(a, float(bundle.b[bundle.n - 1]))
+            i = bundle.n - 1
+            if bundle.sparse_storage:
+                rows = bundle.rows(i)
+                a = rows.toarray()[0] if sp.issparse(rows) else rows[0]
+            else:
+                a = bundle.A[i]     # a view: the LP copies it
+            lp.add(a, float(bundle.b[i]))
 
     def step(self, problem, s):
         if not s.fun_up - s.lower_bound > 0:
             return s
         bundle = s.bundle
         alpha = s.alpha
+        points = s.points
         if self.max_planes is not None and bundle.n >= self.max_planes:
-            alpha = alpha[self._make_room(bundle, s.alpha, s.active, s.lp)]
+            keep = self._make_room(bundle, s.alpha, s.active, s.lp)
+            alpha = alpha[keep]
+            if points is not None:
+                points = [points[i] for i in keep.tolist()]
         ev = problem.evaluate(s.x_next)
         bundle.add_at(ev.w, ev.fun, ev.subgradient)
         self._mirror(bundle, s.lp)
+        if points is not None:
+            points.append(ev.w)
         alpha = np.append(alpha, 0.0)
         lazy = s.lp is not None and (self.lp_every is None or (s.k + 1) % self.lp_every)
         return self._iterate(problem, bundle, ev.w, min(s.fun_up, float(ev.fun)), s.lower_bound,
                              s.evidence, s.lb, s.ub, s.n_qp_fallbacks, s.lp,
-                             alpha if lazy else None)._replace(k=s.k + 1)
+                             alpha if lazy else None, points)._replace(k=s.k + 1)
 
     def _make_room(self, bundle, alpha, active, lp=None):
         """Drop planes until one more fits: inactive ones first (longest idle first), then
