@@ -34,8 +34,8 @@ NEWTON_METHOD = "newton-cd"
 L2_NEWTON_METHOD = "newton-cg"
 #: :func:`default_method` picks :data:`L2_NEWTON_METHOD` over :data:`DUAL_METHOD` above this
 #: conditioning. benchmarks/peers.py (one run, loaded machine), certified 1e-3 / 1e-4, dcd's
-#: time over newton-cg's: a9a (kappa 4.3 at lam 1e-4) 0.8-1.1, letter (kappa 11) 0.4-1.4;
-#: a9a lam 1e-5 (kappa 43) 3-10, letter lam 1e-5 (107) 1.5-4, lam 1e-6: 15-40 (dcd's epochs
+#: time over newton-cg's: a9a (kappa 4.3 at lam 1e-4) 0.8-1.1, letter (kappa 6.5) 0.4-1.4;
+#: a9a lam 1e-5 (kappa 43) 3-10, letter lam 1e-5 (65) 1.5-4, lam 1e-6: 15-40 (dcd's epochs
 #: grow with kappa, Newton's steps do not). 30, not 20, since mushrooms lam 1e-4 (kappa 26):
 #: dcd 0.3-0.9x newton-cg's time, medians 0.36-0.77 (three runs, docs/solvers.md, newton-cg)
 NEWTON_MIN_CONDITIONING = 30.0

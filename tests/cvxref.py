@@ -25,6 +25,52 @@ def small_binary(m=80, d=6, seed=0, sparse=False, unit_rows=False):
     return (sp.csr_matrix(X) if sparse else X), y
 
 
+#: the smooth binary margin losses of the Newton solvers' tests
+SMOOTH_MARGIN_LOSSES = {"logistic": L.Logistic, "squared-hinge": L.SquaredHinge}
+
+
+def smooth_margin_problem(loss, reg, seed=0, lam=1e-2, m=60, d=6, sparse=False, weights=False,
+                          intercept=False):
+    """A small logistic / squared hinge risk (:data:`SMOOTH_MARGIN_LOSSES`) with ``reg``;
+    ``sparse`` zeroes ~40% of X, ``weights`` draws example weights in [0.2, 3]."""
+    X, y = small_binary(m, d, seed)
+    rng = np.random.default_rng(seed + 7)
+    if sparse:
+        X = sp.csr_matrix(np.where(rng.random(X.shape) < 0.6, X, 0.0))
+    w = rng.uniform(0.2, 3.0, m) if weights else None
+    return nsopt.RegularizedRisk(SMOOTH_MARGIN_LOSSES[loss](X, y, sample_weight=w), reg, lam,
+                                 fit_intercept=intercept)
+
+
+def clarabel_optimum(J):
+    """J* of an nsopt problem through its cvxpy translation, Clarabel at 1e-10."""
+    import cvxpy as cp
+
+    prob, _ = nsopt.to_cvxpy(J)
+    prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+    assert prob.status in ("optimal", "optimal_inaccurate"), prob.status
+    return float(prob.value)
+
+
+def assert_dual_point_certified(J, res, rtol):
+    """``res`` is a success with a dual-point certificate: lower_bound <= J* <= fun (Clarabel),
+    gap <= rtol |fun|, fun = J(x), and ``check`` recomputes the bound from the evidence alone
+    (raising if it cannot verify it) between lower_bound and fun."""
+    from nsopt.certificate import DualPoint
+
+    f_star = clarabel_optimum(J)
+    slack = 1e-7 * max(1.0, abs(f_star))
+    assert res.success, res.message
+    assert res.lower_bound - slack <= f_star <= res.fun + slack
+    assert res.gap <= rtol * abs(res.fun) + 1e-15
+    assert abs(res.fun - J.value(res.x)) <= 1e-12 * max(abs(res.fun), 1e-300)
+    assert res.certificate.source == "dual-point"
+    assert isinstance(res.certificate.evidence, DualPoint)
+    checked = res.certificate.check(J)
+    scale = 1e-9 * max(1.0, abs(res.fun))
+    assert res.lower_bound - scale <= checked <= res.fun + scale
+
+
 def small_multiclass(m=90, d=5, k=3, seed=0):
     """A small multiclass problem, labels 0..k-1 (every class present)."""
     rng = np.random.default_rng(seed)

@@ -11,45 +11,19 @@ from hypothesis import strategies as st
 import nsopt
 from nsopt import losses as L
 from nsopt import regularizers as R
-from nsopt.certificate import DualPoint
 from nsopt.minimize import default_method
 from nsopt.solvers import SOLVERS, NewtonCD, ProblemNotSupported
 from nsopt.solvers.newton_cd import loss_kind
 
-from cvxref import small_binary
+from cvxref import (SMOOTH_MARGIN_LOSSES, assert_dual_point_certified, small_binary,
+                     smooth_margin_problem)
 
-LOSSES = {"logistic": L.Logistic, "squared-hinge": L.SquaredHinge}
-
-
-def _problem(loss, seed=0, lam=1e-2, m=60, d=6, sparse=False, weights=False, intercept=False):
-    X, y = small_binary(m, d, seed)
-    rng = np.random.default_rng(seed + 7)
-    if sparse:
-        X = sp.csr_matrix(np.where(rng.random(X.shape) < 0.6, X, 0.0))
-    w = rng.uniform(0.2, 3.0, m) if weights else None
-    return nsopt.RegularizedRisk(LOSSES[loss](X, y, sample_weight=w), R.L1(), lam,
-                                 fit_intercept=intercept)
+LOSSES = SMOOTH_MARGIN_LOSSES
+_check_certified = assert_dual_point_certified
 
 
-def _cvxpy_optimum(J):
-    import cvxpy as cp
-
-    prob, _ = nsopt.to_cvxpy(J)
-    prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
-    assert prob.status in ("optimal", "optimal_inaccurate"), prob.status
-    return float(prob.value)
-
-
-def _check_certified(J, res, rtol):
-    f_star = _cvxpy_optimum(J)
-    slack = 1e-7 * max(1.0, abs(f_star))
-    assert res.success, res.message
-    assert res.lower_bound - slack <= f_star <= res.fun + slack
-    assert res.gap <= rtol * abs(res.fun) + 1e-15
-    assert res.fun == pytest.approx(J.value(res.x), rel=1e-12)
-    assert res.certificate.source == "dual-point"
-    assert isinstance(res.certificate.evidence, DualPoint)
-    assert res.certificate.check(J) >= res.lower_bound - 1e-9 * max(1.0, abs(res.lower_bound))
+def _problem(loss, seed=0, lam=1e-2, **kw):
+    return smooth_margin_problem(loss, R.L1(), seed, lam, **kw)
 
 
 @settings(max_examples=12, deadline=None)
