@@ -562,7 +562,12 @@ class PlaneBundle:
         """
         alpha = np.asarray(alpha, dtype=np.float64)[: self.n]
         support = alpha.nonzero()[0]
-        return self.rmatvec(alpha), float(alpha[support] @ self.b[support])
+        weights = alpha[support]
+        if self._A is not None:     # rmatvec's product, on the support found once
+            a_bar = weights @ self._A[support] if support.size else np.zeros(self.dim)
+        else:
+            a_bar = self.rmatvec(alpha)
+        return a_bar, float(weights @ self.b[support])
 
     def model(self, w: np.ndarray) -> float:
         r"""The cutting-plane model at ``w``: :math:`\max_i \langle a_i, w\rangle + b_i`, or with

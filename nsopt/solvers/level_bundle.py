@@ -41,26 +41,6 @@ def _finite_box(value):
     return check_box(value, "bounds", finite=True)
 
 
-def _weighed(bundle, alpha, lb, ub):
-    r"""``(alpha, a_bar, b_bar, bound)``: ``alpha`` made feasible
-    (:meth:`~nsopt.bundle.PlaneBundle.feasible`), its plane :math:`(\bar a, \bar b)` and the
-    bound :math:`\bar b + \min_Q\langle\bar a, y\rangle` over the finite box. The arithmetic
-    of :meth:`~nsopt.bundle.PlaneBundle.combine` and :func:`~nsopt.solvers._region.box_min`,
-    operation for operation (the same bits), without their layers: it runs once or twice an
-    iteration."""
-    alpha = bundle.feasible(alpha)
-    if bundle.sparse_storage:
-        a_bar, b_bar = bundle.combine(alpha)
-        return alpha, a_bar, b_bar, b_bar + box_min(a_bar, lb, ub)
-    support = alpha.nonzero()[0]
-    w = alpha[support]
-    a_bar = w @ bundle.A[support] if support.size else np.zeros(bundle.dim)
-    b_bar = float(w @ bundle.b[support])
-    nz = a_bar != 0
-    a = a_bar[nz]
-    return alpha, a_bar, b_bar, b_bar + float(np.minimum(a * lb[nz], a * ub[nz]).sum())
-
-
 def _points_evidence(points, alpha, floor_value, plane, lb, ub):
     """The :class:`~nsopt.certificate.OraclePlanes` of the feasible multipliers ``alpha``
     from the run's list of query points, one per plane (None for the floor, the one fixed
@@ -293,8 +273,10 @@ class LevelBundle(Solver):
             out = lp.solve(left)
             if out is not None and np.isfinite(out[2]).all():
                 x, _, alpha = out
-                alpha, a_bar, b_bar, bound = _weighed(bundle, alpha, lb, ub)
-                return ModelMinimum(np.minimum(np.maximum(x, lb), ub), bound, alpha, a_bar, b_bar)
+                alpha = bundle.feasible(alpha)
+                a_bar, b_bar = bundle.combine(alpha)
+                return ModelMinimum(np.clip(x, lb, ub), b_bar + box_min(a_bar, lb, ub), alpha,
+                                    a_bar, b_bar)
         try:
             return box_model_minimum(bundle, lb, ub, problem.deadline)
         except MasterLPError as exc:
@@ -314,9 +296,7 @@ class LevelBundle(Solver):
         x, mult = project_level_set(A, level - bundle.b, lb, ub, centre, tol=1e-12 * scale)
         if x is None or not np.isfinite(x).all():
             return None, None
-        # the model at x: bundle.model's own arithmetic (A @ x + b on dense rows)
-        model = bundle.model(x) if bundle.sparse_storage else float((A @ x + bundle.b).max())
-        if not model <= level + slack:
+        if not bundle.model(x) <= level + slack:
             return None, None
         return x, mult
 
@@ -325,7 +305,9 @@ class LevelBundle(Solver):
         ``alpha`` (made feasible), with its evidence, when it beats ``lower``. ``points``: the
         query point of every plane (None for the floor), kept by the run, so that the
         evidence is read off without asking the bundle plane by plane."""
-        alpha, a_bar, b_bar, value = _weighed(bundle, alpha, lb, ub)
+        alpha = bundle.feasible(alpha)
+        a_bar, b_bar = bundle.combine(alpha)
+        value = b_bar + box_min(a_bar, lb, ub)
         if value > lower:
             if points is None:
                 ev = planes_evidence(bundle, alpha, problem.lower_bound, (a_bar, b_bar),
@@ -413,13 +395,9 @@ class LevelBundle(Solver):
     def _mirror(bundle, lp):
         """The bundle's newest plane as a row of the hot-started LP."""
         if lp is not None:
-            i = bundle.n - 1
-            if bundle.sparse_storage:
-                rows = bundle.rows(i)
-                a = rows.toarray()[0] if sp.issparse(rows) else rows[0]
-            else:
-                a = bundle.A[i]     # a view: the LP copies it
-            lp.add(a, float(bundle.b[i]))
+            rows = bundle.rows(bundle.n - 1)
+            a = rows.toarray()[0] if sp.issparse(rows) else rows[0]
+            lp.add(a, float(bundle.b[bundle.n - 1]))
 
     def step(self, problem, s):
         if not s.fun_up - s.lower_bound > 0:
