@@ -83,6 +83,7 @@ from .losses._base import ScalarLoss
 from .losses._vector_base import VectorLoss
 from .losses._groups import contiguous_groups
 from .losses._kernels import DataMatrix
+from .losses._kernels import dot as _serial_dot
 from .oracle import LineFunction, Oracle, SumLine, _minimize_piecewise
 from .problem import RegularizedRisk
 
@@ -317,7 +318,7 @@ def _continued_line_derivative(line, eta: float, side: int, prefix: float) -> fl
         if line._sign is None:
             line._sign, line._buf = np.sign(line.q), np.empty_like(line.f)
         line.loss._grad_kernel(z, line.loss.y, line.loss.c, side * line._sign, line._buf)
-        return float(_continued_dot(line._buf, np.ascontiguousarray(line.q, dtype=np.float64),
+        return float(_serial_dot(line._buf, np.ascontiguousarray(line.q, dtype=np.float64),
                                     prefix))
     _, der, _, (f, q, y, c, kinks), params = fused
     if prefix == 0.0:  # 0 + t = t: the kernel's own start
@@ -359,14 +360,6 @@ def _rdot_into(indptr, indices, data, g, out):  # out[j] += x_ij g_i, rows in or
         gi = g[i]
         for k in range(indptr[i], indptr[i + 1]):
             out[indices[k]] += data[k] * gi
-
-
-@njit(cache=True)
-def _continued_dot(a, b, prefix):  # nsopt.losses._kernels.dot, its running sum from prefix
-    s = prefix
-    for i in range(a.shape[0]):
-        s += a[i] * b[i]
-    return s
 
 
 class _ShardActor:
@@ -869,7 +862,7 @@ class _ShardActor:
         pair = (np.ascontiguousarray(np.ravel(out[1](a)), dtype=np.float64),
                 np.ascontiguousarray(np.ravel(out[1](b)), dtype=np.float64))
         if self.index == 0:
-            return float(_continued_dot(*pair, 0.0))
+            return float(_serial_dot(*pair, 0.0))
         self._saddle_chain = ("vdot", pair)
         return 0
 
@@ -883,7 +876,7 @@ class _ShardActor:
             return None
         if kept[0] == "rmatvec":
             return _continued_rdot(self.loss.data, kept[1], prefix)
-        return float(_continued_dot(*kept[1], float(prefix)))
+        return float(_serial_dot(*kept[1], float(prefix)))
 
     def saddle_normal(self, w):
         r""":math:`Z_k^T Z_k w` (one product of the shard's part of :math:`Z^TZ`)."""

@@ -44,10 +44,13 @@ PARALLEL_MIN_NNZ = 20_000_000
 
 
 @njit(cache=True)
-def dot(a, b):
+def dot(a, b, start=0.0):
     """Serial dot product: line searches call it thousands of times on O(m) vectors, where a
-    threaded BLAS call costs more in wake-ups than in arithmetic (badly so on a busy machine)."""
-    s = 0.0
+    threaded BLAS call costs more in wake-ups than in arithmetic (badly so on a busy machine).
+    ``start``: the running sum's first value (a sharded sum continued from the shards before,
+    :mod:`nsopt.distributed`'s ordered reduction; 0.0 + x is x, so the default is the plain
+    dot bit for bit)."""
+    s = start
     for i in range(a.shape[0]):
         s += a[i] * b[i]
     return s
