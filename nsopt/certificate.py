@@ -1193,7 +1193,8 @@ class L1DualCertifier:
                 flops = float(per_row @ per_row)
                 if XV.shape[0] * V.size <= _DENSE_GRAM_ENTRIES:
                     # B^T B with B = sqrt(weight) X_V dense (BLAS syrk): on a9a's 123 columns
-                    # ~15x faster than scipy's sparse X_V^T (w X_V), which was 90% of a bound
+                    # about half the time of scipy's sparse X_V^T (w X_V) and its format
+                    # conversions (L1 logistic, 52 bounds: 13.5 s to 10.0 s CPU in all)
                     B = np.sqrt(weight)[:, None] * XV.toarray()
                     G = B.T @ B
                 else:
