@@ -214,6 +214,33 @@ def test_regularized_risk_line_minimize_exact(kind):
     assert line.derivative(eta, 1) >= -1e-9 and (eta == 0 or line.derivative(eta, -1) <= 1e-9)
 
 
+@pytest.mark.parametrize("kind", ["cs", "multilabel"])
+def test_line_jumps_are_the_derivative_steps_and_the_search_sweeps(kind, monkeypatch):
+    """VectorLine.jumps(): phi'(eta+) = phi'(lo+) + the jumps of the kinks in (lo, eta], at
+    points away from kinks; and J.restrict(w, p).minimize() takes the compiled sweep over
+    them: at most 3 passes over the scores for the tie rule (the derivative checks), where
+    the bisection over sorted kinks made one per step (13 a line on letter)."""
+    loss = make_loss(kind)[0]
+    rng = np.random.default_rng(5)
+    w, p = rng.standard_normal(loss.dim), rng.standard_normal(loss.dim)
+    bare = loss.restrict(w, p)
+    kinks, jumps = bare.jumps()
+    assert kinks.size > 3 and np.all(jumps >= 0)
+    d0 = bare.derivative(0.0, 1)
+    srt = np.sort(kinks[kinks > 0])
+    for eta in (srt[:-1] + srt[1:])[:8] / 2:
+        expect = d0 + jumps[(kinks > 0) & (kinks <= eta)].sum()
+        assert bare.derivative(eta, 1) == pytest.approx(expect, rel=1e-9, abs=1e-12)
+    calls = []
+    plain = type(loss)._kernel_pairs
+    monkeypatch.setattr(type(loss), "_kernel_pairs",
+                        lambda self, *a: calls.append(1) or plain(self, *a))
+    line = nsopt.RegularizedRisk(loss, L2(), 1e-3).restrict(w, -p if d0 > 0 else p)
+    eta = line.minimize()
+    assert line.derivative(eta, 1) >= -1e-9 and (eta == 0 or line.derivative(eta, -1) <= 1e-9)
+    assert len(calls) <= 3 + 2  # the sweep's checks, plus the two asserted just above
+
+
 def test_line_minimize_returns_zero_for_an_ascent_direction():
     """R21: ls-BMRM may pass a direction that is not a descent direction; the exact search
     then returns 0."""

@@ -329,25 +329,45 @@ class VectorLine(LineFunction):
     first ``derivative`` or ``breakpoints`` call; the one-sided derivative at any
     :math:`\eta` is then the slope at :math:`-\infty` plus the jumps at the kinks left of
     :math:`\eta` (right: kinks :math:`\le \eta`, left: :math:`< \eta`), a binary search, as in
-    the event walk of [YVGS10]_ Alg. 5. ``breakpoints()`` are those kinks, so the generic
-    :meth:`LineFunction.minimize` (also on the sum with a regularizer's line) is exact and
-    costs O(log) derivative evaluations. A smooth loss has no breakpoints and O(m k)
-    derivatives.
+    the event walk of [YVGS10]_ Alg. 5. ``jumps()`` gives the kinks and jumps unsorted, so the
+    sum with a regularizer's line is minimised by one compiled selection and two derivative
+    checks (:meth:`LineFunction.minimize`); ``breakpoints()`` are the sorted kinks, for lines
+    without that sweep (O(log) derivative evaluations). A smooth loss has no breakpoints and
+    O(m k) derivatives.
     """
 
     cheap_derivative = True
 
     def __init__(self, loss: VectorLoss, F: np.ndarray, Q: np.ndarray):
         self.loss, self.F, self.Q = loss, F, Q
+        self._raw = None
         self._events = None
 
     def value(self, eta):
         return float(self.loss._kernel_value(self.F, self.Q, float(eta)))
 
+    def _raw_events(self):
+        """``(kinks, jumps, base)`` of the loss's envelope walk, unsorted, computed once."""
+        if self._raw is None:
+            self._raw = self.loss._kernel_events(self.F, self.Q)
+        return self._raw
+
+    def jumps(self):
+        r"""For a piecewise-linear loss, every example's envelope kinks (unsorted) and the
+        jump of :math:`\varphi'` at each (the events of [YVGS10]_ Alg. 5): the sum with an
+        L2 regularizer's line is then minimised by one compiled selection
+        (:func:`nsopt._line_search_kernels.first_crossing`) and two derivative checks, instead
+        of a bisection whose every step lands on a kink, where the tie rule needs a pass
+        over the scores. None for a smooth loss."""
+        if not self.loss.piecewise_linear:
+            return None
+        kinks, jumps, _ = self._raw_events()
+        return kinks, jumps
+
     def _event_table(self):
         if self._events is None:
             loss = self.loss
-            kinks, jumps, base = loss._kernel_events(self.F, self.Q)
+            kinks, jumps, base = self._raw_events()
             order = np.argsort(kinks)
             # tie radius in eta: the oracle ties pieces within tol(eta) = tie_rtol (1 + dmax
             # + 2 gmax (max|F| + |eta| max|Q|)) in value; two pieces meeting at a kink with
