@@ -197,16 +197,32 @@ def _check_shard(loss, index: int, source: str):
     return loss
 
 
-def _read_svmlight(path, index, n_features=None):
-    from .io import CorruptFileError, SvmlightFormatError, load_svmlight as _load
+def _read_svmlight(path, index, n_features=None, span=None):
+    """``(X, y)`` of a file, or of the lines of the byte range ``span = (start, stop)`` of an
+    uncompressed file (:class:`nsopt.io.LineRange`); bad input raises a ShardError naming
+    the shard, the file and the file's line number."""
+    from .io import (CorruptFileError, LineRange, SvmlightFormatError,
+                     load_svmlight as _load)
 
+    source = path if span is None else f"{path}, bytes {span[0]}-{span[1]}"
     try:
-        return _load(path, n_features=n_features)
+        if span is None:
+            return _load(path, n_features=n_features)
+        with LineRange(path, *span) as lines:
+            try:
+                X, y = _load(lines, n_features=n_features)
+            except SvmlightFormatError as exc:  # the file's line number, not the range's
+                raise SvmlightFormatError(path, exc.lineno + lines.lines_before(),
+                                          exc.problem) from None
+        if X.shape[0] == 0:
+            raise ShardError(f"shard {index} ({source}): no line starts in this byte range "
+                             "(fewer lines than shards: use fewer shards)", index, source)
+        return X, y
     except SvmlightFormatError as exc:
-        raise ShardError(f"shard {index} ({exc.source}), line {exc.lineno}: {exc.problem}",
+        raise ShardError(f"shard {index} ({source}), line {exc.lineno}: {exc.problem}",
                          index, str(exc.source), exc.lineno) from None
     except (CorruptFileError, OSError) as exc:
-        raise ShardError(f"shard {index} ({path}): {exc}", index, str(path)) from None
+        raise ShardError(f"shard {index} ({source}): {exc}", index, str(path)) from None
 
 
 def _loss_of_file(X, y, cls, n_features, weight, options, index, source):
@@ -400,8 +416,8 @@ class _ShardActor:
 
     # building from a file: read (shape back), then build with the agreed n_features
     def read(self):
-        path, n_features = self._file
-        self._raw = _read_svmlight(path, self.index, n_features)
+        path, n_features, span = self._file
+        self._raw = _read_svmlight(path, self.index, n_features, span)
         return self._raw[0].shape
 
     def build(self, cls, n_features, weight, options):
@@ -1992,14 +2008,16 @@ def _loss_class(loss):
 
 
 def load_svmlight(paths, loss="Hinge", reg=None, lam: float = 1e-4, client=None, *,
-                  n_features: int | None = None, **loss_options) -> RegularizedRisk:
-    r"""A sharded regularized risk read from svmlight files on the workers, one shard per file.
+                  n_features: int | None = None, n_shards: int | None = None,
+                  **loss_options) -> RegularizedRisk:
+    r"""A sharded regularized risk read from svmlight files on the workers: one shard per
+    file, or ``n_shards`` byte ranges of the files.
 
     Parameters
     ----------
     paths : str, os.PathLike or a sequence of them
-        The files (any compression :func:`nsopt.io.load_svmlight` reads), one shard each, in
-        this order; every worker must see them at the same path. The driver never reads them.
+        The files (any compression :func:`nsopt.io.load_svmlight` reads), in this order;
+        every worker must see them at the same path. The driver never reads them.
     loss : str or ScalarLoss subclass, default "Hinge"
         The loss of each example (``"Hinge"``, ``"Logistic"``, ``nsopt.losses.SquaredHinge``...).
     reg : Regularizer, default L2()
@@ -2009,6 +2027,13 @@ def load_svmlight(paths, loss="Hinge", reg=None, lam: float = 1e-4, client=None,
     n_features : int, optional
         Number of features; default: the largest index over all files (agreed after every
         file is read: each shard is then widened to it).
+    n_shards : int, optional
+        Default: one shard per file. Otherwise at least ``len(paths)``: the files are cut
+        into this many byte ranges (each file into a number of ranges proportional to its
+        size, at least one), and every worker reads and parses only the lines that start in
+        its range (:class:`nsopt.io.LineRange`): one large file spread over a cluster. Needs
+        uncompressed files where a file gets more than one range. The examples keep the
+        files' order, so the problem is the same as with one shard per file.
     **loss_options
         Passed to the loss class (e.g. ``delta`` for Huber).
 
@@ -2022,7 +2047,11 @@ def load_svmlight(paths, loss="Hinge", reg=None, lam: float = 1e-4, client=None,
     ------
     ShardError
         Bad input in one file (a malformed line, a value that is not finite, labels the loss
-        refuses), naming the shard, the file and, for a line, its number.
+        refuses), naming the shard, the file (and byte range) and, for a line, its number
+        in the file; a byte range in which no line starts.
+    ValueError
+        ``n_shards`` smaller than the number of files, or more than one range asked of a
+        compressed file.
     """
     cls = _loss_class(loss)
     if isinstance(paths, (str, os.PathLike)):
@@ -2030,17 +2059,33 @@ def load_svmlight(paths, loss="Hinge", reg=None, lam: float = 1e-4, client=None,
     paths = [os.fspath(p) for p in paths]
     if not paths:
         raise ValueError("paths is empty: give at least one svmlight file")
+    if n_shards is not None:
+        if isinstance(n_shards, bool) or not isinstance(n_shards, (int, np.integer)):
+            raise TypeError(f"n_shards must be an integer or None, got {n_shards!r}")
+        if n_shards < len(paths):
+            raise ValueError(f"n_shards must be at least the number of files ({len(paths)}), "
+                             f"got {n_shards}")
     client, workers, owns = _client_and_workers(client)
     try:
-        actors = [_start_actor(client, workers[k % len(workers)], k, p, file=(p, n_features))
-                  for k, p in enumerate(paths)]
+        if n_shards is None:
+            parts = [(p, None) for p in paths]
+        else:  # sizes from a worker: the driver need not see the files
+            sizes = client.submit(_file_sizes, paths, pure=False).result()
+            parts = _file_ranges(paths, sizes, int(n_shards))
+        paths = [p for p, _ in parts]
+        sources = [p if span is None else f"{p}, bytes {span[0]}-{span[1]}"
+                   for p, span in parts]
+        actors = [_start_actor(client, workers[k % len(workers)], k, sources[k],
+                               file=(p, n_features, span))
+                  for k, (p, span) in enumerate(parts)]
         shapes = _results([a.read() for a in actors])
         m_total = sum(m for m, _ in shapes)
         d = n_features if n_features is not None else max(dk for _, dk in shapes)
         weight = 1.0 / m_total
         infos = _results([a.build(cls, d, weight, loss_options) for a in actors])
-        shards = [_Shard(k, a, _read_again(client, paths[k], k, n_features, cls, d, weight,
-                                           loss_options), info["m"], info["digest"], paths[k])
+        shards = [_Shard(k, a, _read_again(client, parts[k], sources[k], k, n_features, cls,
+                                           d, weight, loss_options),
+                         info["m"], info["digest"], sources[k])
                   for k, (a, info) in enumerate(zip(actors, infos))]
     except BaseException:
         if owns:
@@ -2052,12 +2097,45 @@ def load_svmlight(paths, loss="Hinge", reg=None, lam: float = 1e-4, client=None,
     return RegularizedRisk(sharded, reg, lam)
 
 
-def _read_again(client, path, k, n_features, cls, d, weight, options):
+def _read_again(client, part, source, k, n_features, cls, d, weight, options):
+    path, span = part
+
     def remake():
-        actor = _start_actor(client, None, k, path, file=(path, n_features))
+        actor = _start_actor(client, None, k, source, file=(path, n_features, span))
         actor.read().result()
         return actor, actor.build(cls, d, weight, options).result()
     return remake
+
+
+def _file_sizes(paths):
+    """Sizes in bytes (run on a worker: the files are where the workers are)."""
+    return [os.path.getsize(p) for p in paths]
+
+
+def _file_ranges(paths, sizes, n_shards):
+    """``[(path, (start, stop) or None)]``: ``n_shards`` byte ranges over the files, each
+    file getting a number of ranges proportional to its size (largest remainders), at
+    least one; a file with one range is read whole (any compression)."""
+    from .io import _COMPRESSORS, byte_ranges
+
+    total = sum(sizes)
+    extra = n_shards - len(paths)  # ranges beyond the one every file gets
+    share = [extra * s / total if total else 0.0 for s in sizes]
+    counts = [1 + int(x) for x in share]
+    order = sorted(range(len(paths)), key=lambda i: (int(share[i]) - share[i], i))
+    for i in order[:n_shards - sum(counts)]:
+        counts[i] += 1
+    out = []
+    for path, size, r in zip(paths, sizes, counts):
+        if r == 1:
+            out.append((path, None))
+            continue
+        if os.path.splitext(path)[1].lower() in _COMPRESSORS:
+            raise ValueError(f"n_shards={n_shards} needs {r} byte ranges of {path}, which is "
+                             "compressed: a compressed stream cannot be entered at a byte "
+                             "offset; decompress it, or use one shard per file")
+        out.extend((path, span) for span in byte_ranges(size, r))
+    return out
 
 
 def from_builders(builders: Sequence[Callable], reg=None, lam: float = 1e-4, client=None

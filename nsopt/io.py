@@ -27,6 +27,7 @@ import gzip
 import io
 import lzma
 import numbers
+import operator
 import os
 import warnings
 import zlib
@@ -43,6 +44,8 @@ __all__ = [
     "load_svmlight",
     "iter_svmlight",
     "dump_svmlight",
+    "LineRange",
+    "byte_ranges",
     "load_dataset",
     "find_data_dir",
     "KNOWN_DATASETS",
@@ -583,6 +586,109 @@ def load_svmlight(
             for lineno0, lines in _read_line_blocks(f, source=source)
         ]
     return _assemble(blocks, source, n_features, multilabel, n_labels, query_id, dtype)
+
+
+class LineRange(io.RawIOBase):
+    """The lines of an uncompressed file whose first byte lies in ``[start, stop)``, as a
+    binary file object (for :func:`load_svmlight`).
+
+    Cutting a file at any byte offsets ``0 = b_0 < b_1 < ... < b_n = size`` and reading each
+    ``[b_k, b_{k+1})`` this way gives every line exactly once, in order (the convention of
+    Hadoop's line records): a range that starts inside a line skips that line's rest, which
+    belongs to the range before; a range whose end falls inside a line reads it to its end.
+    Only the range's own bytes (and the one line crossing ``stop``) are read.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        An uncompressed file (a compressed stream cannot be entered at a byte offset).
+    start, stop : int
+        Byte offsets, ``0 <= start <= stop``; ``stop`` past the end means the end.
+
+    Attributes
+    ----------
+    begin : int
+        The byte offset of the range's first line (``start`` moved to a line start).
+    """
+
+    def __init__(self, path, start, stop):
+        super().__init__()
+        path = os.fspath(path)
+        ext = os.path.splitext(path)[1].lower()
+        if ext in _COMPRESSORS:
+            raise ValueError(f"byte ranges need an uncompressed file: {path} is compressed "
+                             f"({ext}); read it whole, or decompress it first")
+        start, stop = operator.index(start), operator.index(stop)
+        if not 0 <= start <= stop:
+            raise ValueError(f"need 0 <= start <= stop, got start={start}, stop={stop}")
+        self.path, self.stop = path, stop
+        self._f = open(path, "rb")
+        if start > 0:
+            self._f.seek(start - 1)
+            if self._f.read(1) != b"\n":
+                self._f.readline()  # the rest of a line that began before start
+        self.begin = self._f.tell()
+        self._pos = self.begin
+        self._done = self.begin >= stop
+        self._last = b"\n"
+
+    @property
+    def name(self):
+        return self.path
+
+    def readable(self):
+        return True
+
+    def readinto(self, b):
+        if self._done:
+            return 0
+        if self._pos < self.stop:
+            data = self._f.read(min(len(b), self.stop - self._pos))
+        elif self._last == b"\n":  # the range ended on a line end
+            data = b""
+        else:  # past stop: the rest of the line that crosses it, and no more
+            data = self._f.read(len(b))
+            cut = data.find(b"\n")
+            if cut >= 0:
+                data = data[: cut + 1]
+                self._done = True
+        if not data:
+            self._done = True
+            return 0
+        n = len(data)
+        b[:n] = data
+        self._pos += n
+        self._last = data[-1:]
+        return n
+
+    def lines_before(self) -> int:
+        """The number of lines before the range (one pass over ``[0, begin)``): what turns a
+        line number within the range into the file's."""
+        count = 0
+        with open(self.path, "rb") as f:
+            left = self.begin
+            while left > 0:
+                chunk = f.read(min(left, _BLOCK_BYTES))
+                if not chunk:
+                    break
+                count += chunk.count(b"\n")
+                left -= len(chunk)
+        return count
+
+    def close(self):
+        if not self.closed:
+            self._f.close()
+        super().close()
+
+
+def byte_ranges(size: int, n: int) -> list[tuple[int, int]]:
+    """``n`` contiguous byte ranges ``[(start, stop)]`` covering ``[0, size)`` as evenly as
+    whole bytes allow (for :class:`LineRange`)."""
+    size, n = operator.index(size), operator.index(n)
+    if size < 0 or n < 1:
+        raise ValueError(f"need size >= 0 and n >= 1, got size={size}, n={n}")
+    cuts = [size * k // n for k in range(n + 1)]
+    return list(zip(cuts[:-1], cuts[1:]))
 
 
 def iter_svmlight(

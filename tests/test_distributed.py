@@ -5,6 +5,7 @@ under rounding give the one-machine iterates to 1e-10 (see docs/distributed.md f
 every certificate passes ``check`` on the sharded problem; a worker killed mid-run; bad input
 on one shard names the shard and the line.
 """
+import lzma
 import os
 import signal
 
@@ -210,6 +211,46 @@ def test_load_svmlight_equals_one_file(client, data, tmp_path):
     res = nsopt.minimize(Js, method="sublbfgs", rtol=0.0, max_iter=20)
     assert _rel(res.x, ref.x) <= 1e-10
     res.certificate.check(Js)
+
+
+def test_load_svmlight_byte_ranges_equal_one_file(client, data, tmp_path):
+    """n_shards byte ranges of one file (and of two files, shared by size) parsed on the
+    workers: the same examples in the same order as one load, a bad line named by its line
+    number in the file, and the refusals."""
+    X, y = data
+    whole = _write(tmp_path / "all.svm", X, y)
+    Xw, yw = nsopt.io.load_svmlight(whole)
+    J = nsopt.RegularizedRisk(nsopt.losses.Hinge(Xw, yw), lam=1e-3)
+    w = np.random.default_rng(4).normal(size=J.dim)
+    Js = nd.load_svmlight(whole, lam=1e-3, client=client, n_shards=3)
+    assert Js.loss.n_shards == 3 and Js.loss.m == 400 and Js.dim == J.dim
+    assert "bytes" in Js.loss._shards[1].source
+    actor, info = Js.loss._shards[1].rebuild()  # what a lost shard is rebuilt from: its range
+    assert info["digest"] == Js.loss._shards[1].digest and info["m"] == Js.loss._shards[1].m
+    assert Js.value(w) == pytest.approx(J.value(w), rel=1e-13)
+    assert _rel(Js.subgradient(w), J.subgradient(w)) <= 1e-13
+    a = _write(tmp_path / "a.svm", X[:300], y[:300])  # 3/4 of the bytes: two ranges
+    b = _write(tmp_path / "b.svm", X[300:], y[300:])
+    Js = nd.load_svmlight([a, b], lam=1e-3, client=client, n_shards=3)
+    assert [s.source.split(",")[0] for s in Js.loss._shards] == [a, a, b]
+    assert list(Js.loss.bounds)[-1] == 400 and list(Js.loss.bounds)[2] == 300
+    assert _rel(Js.subgradient(w), J.subgradient(w)) <= 1e-13
+    bad = tmp_path / "bad.svm"
+    bad.write_text("".join(f"+1 1:{i}\n" for i in range(30)).replace("1:24\n", "1:abc\n"))
+    with pytest.raises(nd.ShardError, match=r"shard 2 \(.*bad\.svm, bytes \d+-\d+\), "
+                                            r"line 25") as info:
+        nd.load_svmlight(str(bad), client=client, n_shards=3)
+    assert info.value.shard == 2 and info.value.lineno == 25
+    tiny = tmp_path / "tiny.svm"
+    tiny.write_text("+1 1:1\n-1 1:2\n")
+    with pytest.raises(nd.ShardError, match="no line starts in this byte range"):
+        nd.load_svmlight(str(tiny), client=client, n_shards=12)
+    xz = tmp_path / "all.svm.xz"
+    xz.write_bytes(lzma.compress((tmp_path / "all.svm").read_bytes()))
+    with pytest.raises(ValueError, match=r"all\.svm\.xz, which is compressed"):
+        nd.load_svmlight(str(xz), client=client, n_shards=2)
+    with pytest.raises(ValueError, match=r"at least the number of files \(2\), got 1"):
+        nd.load_svmlight([a, b], client=client, n_shards=1)
 
 
 def test_load_svmlight_agrees_on_n_features(client, tmp_path):

@@ -537,3 +537,41 @@ def test_real_data_matches_sklearn_and_readme(name):
         assert y.sum(axis=1).mean() == pytest.approx(cardinality, abs=5e-4)
     else:
         assert len(np.unique(y)) == labels
+
+
+# ---------------------------------------------------------------------------------------------
+# byte ranges of one file (nsopt.distributed reads one large file on many workers)
+@settings(max_examples=60, deadline=None)
+@given(lines=st.lists(st.sampled_from(["", "+1 1:2", "-1 3:0.5 7:1", "x" * 9, "\r"]),
+                      max_size=12),
+       trailing=st.booleans(),
+       cuts=st.lists(st.floats(0, 1), max_size=6))
+def test_line_ranges_cover_every_line_once(tmp_path_factory, lines, trailing, cuts):
+    """Cutting a file at any byte offsets and reading each range with LineRange gives the
+    file back: every line exactly once, in order; each range begins at a line start, and
+    lines_before counts the lines before it."""
+    data = ("\n".join(lines) + ("\n" if trailing and lines else "")).encode()
+    path = tmp_path_factory.mktemp("ranges") / "f.svm"
+    path.write_bytes(data)
+    offsets = sorted({0, len(data), *(int(c * len(data)) for c in cuts)})
+    out = b""
+    for start, stop in zip(offsets[:-1], offsets[1:]):
+        with nio.LineRange(path, start, stop) as r:
+            part = r.read()
+            assert r.begin in (0, len(data)) or data[r.begin - 1:r.begin] == b"\n"
+            assert r.lines_before() == data[:r.begin].count(b"\n")
+        out += part
+    assert out == data
+
+
+def test_line_range_loads_its_lines_and_refuses_compressed_files(tmp_path):
+    path = tmp_path / "d.svm"
+    path.write_text("+1 1:1\n-1 2:2\n+1 3:3\n")
+    X, y = nio.load_svmlight(nio.LineRange(path, 3, 10), n_features=3)  # starts inside line 1
+    assert y.tolist() == [-1.0] and X.toarray().tolist() == [[0.0, 2.0, 0.0]]
+    assert nio.byte_ranges(10, 3) == [(0, 3), (3, 6), (6, 10)]
+    (tmp_path / "d.svm.gz").write_bytes(gzip.compress(path.read_bytes()))
+    with pytest.raises(ValueError, match=r"d\.svm\.gz is compressed"):
+        nio.LineRange(tmp_path / "d.svm.gz", 0, 5)
+    with pytest.raises(ValueError, match="start=5, stop=2"):
+        nio.LineRange(path, 5, 2)
