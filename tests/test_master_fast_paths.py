@@ -1,8 +1,7 @@
 """The QP master's fast paths (issue 11, per-iteration overhead) give the same bits as the
 general code they shortcut: the direct gelsy call against scipy's ``lstsq``, the fused
 extremes against numpy's reductions, the one-model ``feasible`` against the per-model sums,
-the shared one-block structure against a fresh one, and the compiled one-model polish
-against the reference polish."""
+and the shared one-block structure against a fresh one."""
 from __future__ import annotations
 
 import numpy as np
@@ -15,8 +14,7 @@ from scipy.linalg import lstsq
 from nsopt.bundle import PlaneBundle
 from nsopt.inner._base import bundle_blocks
 from nsopt.inner._simplex import Blocks
-from nsopt.inner import qp_simplex
-from nsopt.inner.qp_simplex import _fused_extremes, _lstsq, _max_drops, _pairwise_sum, _polish, _polish_reference
+from nsopt.inner.qp_simplex import _fused_extremes, _lstsq
 
 finite = st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False)
 
@@ -98,65 +96,3 @@ def test_shared_one_block_structure_matches_a_fresh_one():
     assert np.array_equal(first.counts, fresh.counts)
     bundle.add(np.array([0.0, 0.0, 1.0]), 1.0)
     assert bundle_blocks(bundle).n == 6
-
-
-@settings(max_examples=60, deadline=None)
-@given(x=hnp.arrays(np.float64, st.integers(1, 128), elements=st.floats(0, 1e6)))
-def test_pairwise_sum_is_numpys_bit_for_bit(x):
-    """The compiled polish's sum of ``|diag H|`` is numpy's (pairwise, eight accumulators),
-    also read off a strided diagonal as the reference does."""
-    assert _pairwise_sum(x, 0, x.size) == np.add.reduce(x)
-    H = np.diag(x)
-    assert _pairwise_sum(np.abs(H.diagonal()).copy(), 0, x.size) == np.add.reduce(np.abs(H.diagonal()))
-
-
-def _face_problem(seed):
-    """A random bundle's Gram, offsets and multipliers: duplicate or integer slopes (singular
-    faces, the reference's ray step) in some, more planes than dimensions in most."""
-    rng = np.random.default_rng(seed)
-    d, n = int(rng.integers(1, 25)), int(rng.integers(2, 40))
-    A = rng.standard_normal((n, d)) * 10.0 ** rng.uniform(-3, 3)
-    if rng.random() < 0.3:
-        A[: n // 2] = A[n - n // 2:][: n // 2]
-    if rng.random() < 0.3:
-        A = np.round(A)
-    G = A @ A.T
-    G = np.triu(G) + np.triu(G, 1).T  # exactly symmetric, as the bundle keeps it
-    alpha = rng.random(n) * (rng.random(n) < 0.7)
-    alpha[int(rng.integers(n))] += 0.5
-    return G, rng.standard_normal(n), alpha / alpha.sum(), 10.0 ** rng.uniform(-6, 0)
-
-
-@settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1))
-def test_compiled_polish_equals_the_reference_bit_for_bit(seed):
-    G, b, alpha, lam = _face_problem(seed)
-    blocks = Blocks.single(b.size)
-    expected = _polish_reference(G, b, lam, alpha, blocks, _max_drops(1))
-    got = _polish(G, b, lam, alpha.copy(), blocks, _max_drops(1))
-    assert np.array_equal(got, expected)
-    assert np.array_equal(np.signbit(got), np.signbit(expected))
-
-
-def test_compiled_polish_takes_both_steps_without_the_reference(monkeypatch):
-    """On fixed draws the compiled polish meets consistent and singular faces (the ray step)
-    and never hands over to the reference, with the reference's bits."""
-    rays = []
-    ray = qp_simplex._unbounded_ray
-
-    def spy(*args):
-        out = ray(*args)
-        rays.append(out is not None)
-        return out
-
-    expected = []
-    for s in range(40):
-        G, b, alpha, lam = _face_problem(s)
-        expected.append(_polish_reference(G, b, lam, alpha, Blocks.single(b.size), _max_drops(1)))
-    monkeypatch.setattr(qp_simplex, "_unbounded_ray", spy)
-    monkeypatch.setattr(qp_simplex, "_polish_reference", None)  # must not be reached
-    for s in range(40):
-        G, b, alpha, lam = _face_problem(s)
-        got = _polish(G, b, lam, alpha, Blocks.single(b.size), _max_drops(1))
-        assert np.array_equal(got, expected[s])
-    assert any(rays) and not all(rays)

@@ -315,7 +315,7 @@ class QPSimplex(InnerSolver):
                     break
                 continue
             # ... then, once the support stops changing, the exact maximiser on its face
-            polished = _polish(G, b, lam, alpha, blocks, _max_drops(blocks.n_blocks), G_smo)
+            polished = _polish(G, b, lam, alpha, blocks, _max_drops(blocks.n_blocks))
             polishes += 1
             trial = self._measure(bundle, lam, polished, tol, blocks, b_max)
             if trial[2] >= dual - 8 * _EPS * (abs(dual) + 1.0):
@@ -430,133 +430,7 @@ def _max_drops(n_blocks: int) -> int:
     return _MAX_DROPS + 4 * n_blocks
 
 
-def _polish(G, b, lam, alpha, blocks, max_drops=_MAX_DROPS, G_c=None):
-    r"""Maximise D on the face of the simplex spanned by the support of ``alpha``
-    (:func:`_polish_reference`, whose bits it returns).
-
-    With one model the face system and the bounded step run compiled (:func:`_face_system`,
-    :func:`_face_step`) around the same LAPACK solve and the same consistency test
-    (:func:`_unbounded_ray`); the ray step of a singular face is the reference's code. About
-    half of each step's numpy calls go: at 1000 x 20 and lam 1e-6 the polish was half of
-    BMRM's time (three steps per polish on faces of ~23 planes, two thirds of them singular).
-    ``G_c``: ``G`` or a C-contiguous array with ``G`` as its leading block (:func:`_c_block`).
-    """
-    if (blocks.n_blocks != 1 or type(alpha) is not np.ndarray or alpha.dtype != np.float64
-            or b.dtype != np.float64 or not b.flags.c_contiguous):
-        return _polish_reference(G, b, lam, alpha, blocks, max_drops)
-    if G_c is None:
-        G_c = _c_block(G)
-    start, alpha = alpha, alpha.copy()
-    labels = blocks.labels
-    support = (alpha > 0).nonzero()[0]
-    for _ in range(max_drops + 1):
-        if support.size <= 1:  # one plane: the face is a point
-            break
-        if support.size > 128:  # beyond _pairwise_sum's reach (and LAPACK's cost dominates)
-            return _polish_reference(G, b, lam, start, blocks, max_drops)
-        K, rhs, mean = _face_system(G_c, b, float(lam), support)
-        # c as the reference forms it: Python's pow, which numba's ** (a sqrt) is not always
-        k = support.size
-        c = max(mean, 1e-300) ** 0.5
-        K[:k, k] = c
-        K[k, :k] = c
-        rhs[k] = c
-        solution = _lstsq(K, rhs)
-        ray = _unbounded_ray(K, rhs, solution, k, labels[support], 1)  # singular face?
-        if ray is None:
-            support, done = _face_step(solution, alpha, support)
-            if done:
-                break
-            continue
-        # the reference's ray step (H a C-contiguous copy, as the reference's own H)
-        current = alpha[support]
-        if not float((b[support] - np.ascontiguousarray(K[:k, :k]) @ current) @ ray) > 0:
-            break
-        down = (ray < 0).nonzero()[0]
-        ratios = current[down] / -ray[down]
-        r = int(ratios.argmin())
-        alpha[support] = np.maximum(current + ratios[r] * ray, 0.0)
-        alpha[support[down[r]]] = 0.0
-        support = (alpha > 0).nonzero()[0]
-    return blocks.normalize(alpha)
-
-
-@njit(cache=True)
-def _pairwise_sum(a, lo, n):  # pragma: no cover - compiled
-    """``np.add.reduce(a[lo:lo + n])`` for ``1 <= n <= 128``, bit for bit: numpy's pairwise
-    summation (eight accumulators up to 128 terms; it splits longer sums in halves)."""
-    if n < 8:
-        res = 0.0
-        for i in range(lo, lo + n):
-            res += a[i]
-        return res
-    if n <= 128:
-        r = np.empty(8)
-        for j in range(8):
-            r[j] = a[lo + j]
-        i = 8
-        while i < n - (n % 8):
-            for j in range(8):
-                r[j] += a[lo + i + j]
-            i += 8
-        res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
-        while i < n:
-            res += a[lo + i]
-            i += 1
-        return res
-    raise ValueError("_pairwise_sum takes at most 128 terms")  # numpy recurses beyond
-
-
-@njit(cache=True)
-def _face_system(G, b, lam, support):  # pragma: no cover - compiled
-    """The KKT system of :func:`_polish_reference` on the face ``support`` (one model) but its
-    balance ``c``, formed by the same operations: ``(K, rhs, mean)`` with ``K = [[G_SS / lam,
-    0], [0, 0]]``, ``rhs = (b_S, 0)`` and ``mean`` that of ``|diag H|`` (numpy's sum / k); the
-    caller sets ``c = max(mean, 1e-300) ** 0.5`` in the last column, row and entry."""
-    k = support.shape[0]
-    K = np.zeros((k + 1, k + 1))
-    diag = np.empty(k)
-    for r in range(k):
-        i = support[r]
-        for t in range(k):
-            K[r, t] = G[i, support[t]] / lam
-        diag[r] = abs(K[r, r])
-    rhs = np.zeros(k + 1)
-    for r in range(k):
-        rhs[r] = b[support[r]]
-    return K, rhs, _pairwise_sum(diag, 0, k) / k
-
-
-@njit(cache=True)
-def _face_step(solution, alpha, support):  # pragma: no cover - compiled
-    """The bounded step of :func:`_polish_reference` on a consistent face (one model): move
-    ``alpha`` (in place) towards the face's maximiser ``solution[:k]``, dropping the first
-    blocking multiplier. Returns ``(support, done)``: ``done`` True when the loop ends, else
-    the support after the drop."""
-    k = support.shape[0]
-    best = np.inf
-    at = -1
-    for r in range(k):
-        step = solution[r] - alpha[support[r]]
-        if step < 0.0:
-            ratio = alpha[support[r]] / -step
-            if ratio < best or at < 0:
-                best = ratio
-                at = r
-    if at < 0 or best >= 1.0:
-        for r in range(k):
-            v = solution[r]
-            alpha[support[r]] = v if (v >= 0.0 or v != v) else 0.0  # np.maximum(v, 0.0)
-        return support, True
-    for r in range(k):
-        i = support[r]
-        v = alpha[i] + best * (solution[r] - alpha[i])
-        alpha[i] = v if (v >= 0.0 or v != v) else 0.0
-    alpha[support[at]] = 0.0
-    return (alpha > 0).nonzero()[0], False
-
-
-def _polish_reference(G, b, lam, alpha, blocks, max_drops=_MAX_DROPS):
+def _polish(G, b, lam, alpha, blocks, max_drops=_MAX_DROPS):
     r"""Maximise D on the face of the simplex spanned by the support of ``alpha``.
 
     Solves the KKT system :math:`G_{SS}\alpha_S/\lambda + \nu 1 = b_S,\ 1^T\alpha_S = 1` (least
