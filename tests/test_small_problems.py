@@ -207,3 +207,57 @@ def test_qp_solution_reuses_its_last_measure_bit_for_bit():
         fresh = finish_quadratic(bundle, reg, lam, sol.alpha, sol.n_iter)
         assert np.array_equal(sol.w, fresh.w)
         assert sol.dual_value == fresh.dual_value and sol.gap == fresh.gap
+
+
+def _shogun_tune(self, problem, s, alpha):
+    """The re-tuning search before the change (SHOGUN's): double, then always try halving,
+    which after a doubling solves the candidate just rejected once more."""
+    from nsopt._linalg import distance
+
+    c, K, floor = s.w, s.K, problem.lam * 2.0 ** -10
+    alpha = max(alpha, floor)
+    sol, w_new = self._prox(problem, s, alpha, None)
+    while distance(w_new, c) > K and alpha < self.alpha_max:
+        alpha *= 2.0
+        sol, w_new = self._prox(problem, s, alpha, sol.alpha)
+    while alpha > floor:
+        sol2, w2 = self._prox(problem, s, alpha / 2.0, sol.alpha)
+        if distance(w2, c) > K:
+            break
+        alpha, sol, w_new = alpha / 2.0, sol2, w2
+    return alpha, sol, w_new
+
+
+def test_proximal_bmrm_retune_skips_the_rejected_half_with_the_same_iterates(monkeypatch):
+    """After a doubling the re-tune does not solve alpha / 2 (just rejected) again: the
+    iterates and bounds are SHOGUN's search's to the bit, with fewer prox master solves."""
+    from nsopt.solvers.proximal_bundle import ProxBMRM
+
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((200, 5))
+    y = X @ rng.standard_normal(5) + 0.3 * rng.standard_normal(200)
+    J = nsopt.RegularizedRisk(LOSSES["hinge"](X, y, np.sign(y)), L2(), lam=1e-2)
+    prox = ProxBMRM._prox
+
+    def run():
+        calls, iterates = [], []
+
+        def spy(self, problem, s, alpha, warm):
+            calls.append(alpha)
+            return prox(self, problem, s, alpha, warm)
+
+        with monkeypatch.context() as mp:
+            mp.setattr(ProxBMRM, "_prox", spy)
+            res = nsopt.minimize(J, method="proximal-bundle", rtol=1e-4,
+                                 callback=lambda st: iterates.append(
+                                     (st.w.copy(), st.lower_bound, st.alpha)))
+        return res, calls, iterates
+
+    new, new_calls, new_iterates = run()
+    monkeypatch.setattr(ProxBMRM, "_tune", _shogun_tune)
+    old, old_calls, old_iterates = run()
+    assert new.success and new.nit == old.nit and new.lower_bound == old.lower_bound
+    assert len(new_iterates) == len(old_iterates)
+    for (w, lb, a), (w_old, lb_old, a_old) in zip(new_iterates, old_iterates):
+        assert np.array_equal(w, w_old) and lb == lb_old and a == a_old
+    assert len(new_calls) < len(old_calls)  # the first re-tune doubles from the grid's floor

@@ -443,6 +443,36 @@ class ProxBMRM(ProximalBundle):
         return _prox_master(s.bundle, s.prox_master, problem.lam, 2.0 * alpha, s.w, warm, None,
                             problem.deadline, n_intercepts=_n_intercepts(problem))
 
+    def _tune(self, problem, s, alpha):
+        r"""The re-tuning's search ([UF12]_ Alg. 2, l. 7, SHOGUN's order): from the previous
+        :math:`\alpha` (at least the grid's floor :math:`\lambda 2^{-10}`), double until the prox
+        step stays within ``K`` of the centre (or :math:`\alpha` reaches ``alpha_max``), else
+        halve while it still does; ``(alpha, sol, w)`` of the value taken.
+
+        After a doubling nothing is halved: :math:`\alpha/2` is the candidate just rejected
+        (the search before solved it again, warm-started from :math:`\alpha`'s multipliers,
+        and rejected it again: one master solve per such re-tune, the same iterates).
+        """
+        lam, c, K = problem.lam, s.w, s.K
+        floor = lam * 2.0 ** -10  # the smallest nonzero alpha of the scaled grid
+        alpha = max(alpha, floor)
+        sol, w_new = self._prox(problem, s, alpha, None)
+        if distance(w_new, c) > K:
+            while alpha < self.alpha_max:                                # double
+                alpha *= 2.0
+                w_new = None  # the rejected candidate is let go before the next is formed
+                sol, w_new = self._prox(problem, s, alpha, sol.alpha)
+                if distance(w_new, c) <= K:
+                    break
+            return alpha, sol, w_new
+        while alpha > floor:                                             # halve while feasible
+            sol2, w2 = self._prox(problem, s, alpha / 2.0, sol.alpha)
+            if distance(w2, c) > K:
+                break
+            alpha, sol, w_new = alpha / 2.0, sol2, w2
+            w2 = None
+        return alpha, sol, w_new
+
     def step(self, problem, s):
         lam, c, K = problem.lam, s.w, s.K
         w0 = None
@@ -459,20 +489,7 @@ class ProxBMRM(ProximalBundle):
                 alpha, beta, w_new = 0.0, s.beta0, w0
             else:
                 w0 = None  # not taken: let go before the candidates are formed
-                floor = lam * 2.0 ** -10  # the smallest nonzero alpha of the scaled grid
-                alpha = max(alpha, floor)
-                sol, w_new = self._prox(problem, s, alpha, None)
-                while distance(w_new, c) > K and alpha < self.alpha_max:   # double
-                    alpha *= 2.0
-                    w_new = None  # the rejected candidate is let go before the next is formed
-                    sol, w_new = self._prox(problem, s, alpha, sol.alpha)
-                while alpha > floor:                                     # halve while feasible
-                    sol2, w2 = self._prox(problem, s, alpha / 2.0, sol.alpha)
-                    if distance(w2, c) > K:
-                        break
-                    alpha, sol, w_new = alpha / 2.0, sol2, w2
-                    w2 = None
-                w2 = sol2 = None
+                alpha, sol, w_new = self._tune(problem, s, alpha)
                 beta = sol.alpha
         elif alpha == 0.0:
             beta, w_new = s.beta0, w0
