@@ -58,7 +58,7 @@ def instance(seed, degenerate=False, infinite=False):
     return bundle, u, c, lb, ub, R, r
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=10, deadline=None)
 @given(seed=st.integers(0, 2 ** 32 - 1), degenerate=st.booleans(), infinite=st.booleans())
 def test_equals_clarabel_with_kkt_multipliers(seed, degenerate, infinite):
     bundle, u, c, lb, ub, R, r = instance(seed, degenerate, infinite)
@@ -180,3 +180,50 @@ def test_trust_region_falls_back_to_highs_when_the_active_set_gives_up(monkeypat
                          max_iter=2000)
     assert res.success and res.lower_bound <= fs + 1e-8 * abs(fs)
     assert G[0] @ res.x <= g[0] + 1e-9 * (1 + abs(g[0]))
+
+
+# ------------------------------------------- the region certifier's LP with rows, compiled
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 2 ** 32 - 1), tight=st.booleans())
+def test_dense_lp_with_rows_equals_highs_through_adds_and_drops(seed, tight):
+    """``DenseBoxLP(rows=...)``: every warm solve proves the bound HiGHS's LP from scratch
+    proves (1e-9), with its point in the set, while planes come and go."""
+    from nsopt.inner.level_master import DenseBoxLP
+    from nsopt.solvers._region import rows_bound, rows_model_minimum
+
+    rng = np.random.default_rng(seed)
+    d, m = int(rng.integers(1, 9)), int(rng.integers(1, 4))
+    lb, ub = -rng.uniform(0.5, 3.0, d), rng.uniform(0.5, 3.0, d)
+    R = rng.standard_normal((m, d))
+    inside = rng.uniform(lb / 2, ub / 2)
+    r = R @ inside + rng.uniform(0.0, 1.0, m)
+    if tight:
+        r[0] = R[0] @ inside
+    bundle, lp = PlaneBundle(d), DenseBoxLP(lb, ub, capacity=2, rows=(R, r))
+    for k in range(int(rng.integers(2, 25))):
+        a, b = rng.standard_normal(d), float(rng.standard_normal())
+        bundle.add(a, b)
+        lp.add(a, b)
+        if k % 5 == 4:
+            mask = rng.random(bundle.n) < 0.3
+            mask[-1] = False
+            bundle.drop(mask)
+            lp.drop(mask)
+        out = lp.solve()
+        assert out is not None
+        x, _, alpha, y = out
+        assert np.all(R @ x - r <= 1e-9 * (1.0 + np.abs(r))) and np.all(y >= 0)
+        total = alpha.sum()
+        a_bar, b_bar = bundle.combine(bundle.feasible(alpha))
+        value = rows_bound(a_bar, b_bar, y / total, R, r, lb, ub)
+        ref = rows_model_minimum(bundle, lb, ub, (R, r)).bound
+        assert value == pytest.approx(ref, rel=1e-9, abs=1e-9)
+
+
+def test_dense_lp_with_rows_on_an_empty_set_says_none():
+    from nsopt.inner.level_master import DenseBoxLP
+
+    lp = DenseBoxLP(np.full(2, -1.0), np.full(2, 1.0),
+                    rows=(np.array([[1.0, 1.0]]), np.array([-3.0])))   # below the box
+    lp.add(np.array([1.0, 0.0]), 0.0)
+    assert lp.solve() is None
