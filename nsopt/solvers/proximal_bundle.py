@@ -677,8 +677,10 @@ class TrustRegionBundle(ProximalBundle):
     A_ub, b_ub : array (m, dim) and (m,), optional
         Rows :math:`A_{ub} x \le b_{ub}` constraining x with the box (linprog's names; the box
         may be omitted, then its sides are infinite): the master problem is then a QP over
-        the box and the rows solved by HiGHS
-        (:func:`~nsopt.solvers._polyhedral.rows_prox_master`), and every bound is the
+        the box and the rows, solved by an active set on the coordinates and the rows over
+        the simplex QP (:func:`_rows_prox_master`; HiGHS,
+        :func:`~nsopt.solvers._polyhedral.rows_prox_master`, above ``DENSE_ROWS_MAX_DIM``
+        variables, with equalities, or when the active set gives up), and every bound is the
         weak-duality one of the planes' and rows' multipliers (:mod:`nsopt.solvers._polyhedral`).
         A finite bound needs a finite box (or a reduced cost exactly zero on the infinite
         sides). A given ``x0`` violating a row is a ``ValueError`` naming it. ``A_eq, b_eq``:
