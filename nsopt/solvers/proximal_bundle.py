@@ -306,12 +306,13 @@ def _rows_prox_master(bundle, master, u, centre, lb, ub, A_ub, b_ub, warm=None, 
         x_free = c - grad / u
         new_lb = (free & (x < lb)) | (at_lb & (x_free <= lb))
         new_ub = (free & (x > ub)) | (at_ub & (x_free >= ub))
-        excess = (A_ub @ np.clip(x, lb, ub) - b_ub) / row_scale
+        xc = np.clip(x, lb, ub)
+        excess = (A_ub @ xc - b_ub) / (row_scale + np.abs(A_ub) @ np.abs(xc))
         excess[act] = -np.inf
         new_act = act.copy()
         k = int(np.argmax(excess)) if m else -1
         changed_box = not (np.array_equal(new_lb, at_lb) and np.array_equal(new_ub, at_ub))
-        if m and excess[k] > 1e-12 * (1.0 + float(np.abs(x).max(initial=0.0))):
+        if m and excess[k] > 1e-13:     # relative to the row's terms: not rounding
             new_act[k] = True
         elif not changed_box and W.size and y.min() < -1e-12 * (1.0 + float(np.abs(y).max())):
             new_act[int(np.argmin(y))] = False
