@@ -1,6 +1,7 @@
 r"""Compiled kernels of :class:`~nsopt.inner.level_master.DenseBoxLP` (numba only).
 
-The LP :math:`\min t` s.t. :math:`\langle a_i, x\rangle - t \le -b_i` (planes, ``i < n``),
+The LP :math:`\min t` s.t. :math:`\langle a_i, x\rangle + \tau_i t \le -b_i` (``i < n``: planes
+with :math:`\tau_i = -1`, fixed rows :math:`A_{ub} x \le b_{ub}` with :math:`\tau_i = 0`),
 :math:`x_j \le ub_j`, :math:`-x_j \le -lb_j`, in :math:`z = (x, t) \in \mathbb R^{d+1}`, by the
 dual simplex method in its row (active-set) form: a basis is a set :math:`W` of ``d + 1``
 constraints with linearly independent normals :math:`G_W`, its vertex :math:`z = G_W^{-1}
@@ -28,13 +29,13 @@ REFACTOR = 100
 
 
 @numba.njit(cache=True)
-def _normal(A, d, code, out):
-    """Normal g of constraint ``code`` (g . z <= h)."""
+def _normal(A, tc, d, code, out):
+    """Normal g of constraint ``code`` (g . z <= h); ``tc``: the coefficients of t."""
     out[:] = 0.0
     if code >= 0:
         for j in range(d):
             out[j] = A[code, j]
-        out[d] = -1.0
+        out[d] = tc[code]
     elif code >= -d:
         out[-code - 1] = 1.0
     else:
@@ -51,7 +52,7 @@ def _rhs(b, lb, ub, d, code):
 
 
 @numba.njit(cache=True)
-def _refactor(A, b, lb, ub, W, Ginv):
+def _refactor(A, tc, b, lb, ub, W, Ginv):
     """Ginv = G_W^{-1} from scratch (LAPACK's LU; it raises ``LinAlgError`` when G_W is
     exactly singular); False, Ginv unchanged, when G_W is singular to rounding
     (``max|G_W^{-1}| max|G_W| >= 1e13``, a cheap estimate of its condition number)."""
@@ -60,7 +61,7 @@ def _refactor(A, b, lb, ub, W, Ginv):
     G = np.zeros((d1, d1))
     g = np.zeros(d1)
     for k in range(d1):
-        _normal(A, d, W[k], g)
+        _normal(A, tc, d, W[k], g)
         G[k, :] = g
     inv = np.linalg.inv(G)
     # the inverse of a basis singular to rounding has huge entries: 1 / smallest pivot
@@ -79,13 +80,16 @@ def _refactor(A, b, lb, ub, W, Ginv):
 
 
 @numba.njit(cache=True)
-def cold_basis(A, b, n, lb, ub, W):
+def cold_basis(A, tc, b, n, lb, ub, W):
     r"""A dual-feasible basis: the plane :math:`r` of largest :math:`b_r + \min_Q \langle a_r,
     x\rangle` (a lower bound on the LP) and, for each :math:`j`, the side of the box where
-    :math:`a_{rj} x_j` is least (multipliers :math:`\lambda_r = 1`, :math:`|a_{rj}|`)."""
+    :math:`a_{rj} x_j` is least (multipliers :math:`\lambda_r = 1`, :math:`|a_{rj}|`; fixed
+    rows, ``tc == 0``, start outside the basis with multiplier 0)."""
     d = A.shape[1]
     best, r = -math.inf, 0
     for i in range(n):
+        if tc[i] == 0.0:
+            continue
         v = b[i]
         for j in range(d):
             v += min(A[i, j] * lb[j], A[i, j] * ub[j])
@@ -97,7 +101,7 @@ def cold_basis(A, b, n, lb, ub, W):
 
 
 @numba.njit(cache=True)
-def dual_simplex(A, b, n, lb, ub, W, Ginv, refactor, tol, max_pivots):
+def dual_simplex(A, tc, b, n, lb, ub, W, Ginv, refactor, tol, max_pivots):
     r"""Run the dual simplex from the dual-feasible basis ``W`` (its inverse ``Ginv``, or
     recomputed when ``refactor``). Returns ``(status, z, pivots)``: status 0 optimal (no
     constraint violated by more than ``tol`` times its normal's length and the scale of
@@ -111,7 +115,7 @@ def dual_simplex(A, b, n, lb, ub, W, Ginv, refactor, tol, max_pivots):
     col = np.zeros(d1)
     in_w = np.zeros(n, dtype=np.bool_)
     box_w = np.zeros(2 * d, dtype=np.bool_)
-    norms = np.sqrt(1.0 + (A * A).sum(axis=1))     # of the normals (a_i, -1)
+    norms = np.sqrt(tc * tc + (A * A).sum(axis=1))  # of the normals (a_i, tc_i)
     scale = 1.0
     for i in range(n):
         scale = max(scale, abs(b[i]))
@@ -123,7 +127,7 @@ def dual_simplex(A, b, n, lb, ub, W, Ginv, refactor, tol, max_pivots):
             in_w[c] = True
         else:
             box_w[-c - 1] = True
-    if refactor and not _refactor(A, b, lb, ub, W, Ginv):
+    if refactor and not _refactor(A, tc, b, lb, ub, W, Ginv):
         return 3, z, 0
     since = 0
     pivots = 0
@@ -137,7 +141,7 @@ def dual_simplex(A, b, n, lb, ub, W, Ginv, refactor, tol, max_pivots):
         for i in range(n):
             if in_w[i]:
                 continue
-            v = (viol[i] + b[i] - z[d]) / norms[i]
+            v = (viol[i] + b[i] + tc[i] * z[d]) / norms[i]
             if v > worst:
                 worst, p = v, i
         for j in range(d):
@@ -153,7 +157,7 @@ def dual_simplex(A, b, n, lb, ub, W, Ginv, refactor, tol, max_pivots):
         if p >= 0:
             u[:] = A[p] @ Ginv[:d]
             for k in range(d1):
-                u[k] -= Ginv[d, k]
+                u[k] += tc[p] * Ginv[d, k]
         elif p >= -d:
             u[:] = Ginv[-p - 1]
         else:
@@ -195,5 +199,5 @@ def dual_simplex(A, b, n, lb, ub, W, Ginv, refactor, tol, max_pivots):
         since += 1
         if since >= REFACTOR:
             since = 0
-            if not _refactor(A, b, lb, ub, W, Ginv):
+            if not _refactor(A, tc, b, lb, ub, W, Ginv):
                 return 3, z, pivots

@@ -173,9 +173,15 @@ class DenseBoxLP:
     Only the multipliers leave this class as a bound, after the caller's repair
     (:meth:`~nsopt.bundle.PlaneBundle.feasible`) and exact valuation: its accuracy costs
     tightness, never validity.
+
+    ``rows = (A_ub, b_ub)``: fixed rows :math:`A_{ub} x \le b_{ub}` too (normals
+    :math:`(A_{ub,k}, 0)` in the same kernel, never in the cold basis); :meth:`solve` then
+    returns ``(x, t, alpha, y)`` with their multipliers ``y``, as
+    :class:`~nsopt.solvers._region.RowsModelLP` does. An empty set ends in None (the caller
+    asks HiGHS).
     """
 
-    def __init__(self, lb: np.ndarray, ub: np.ndarray, capacity: int = 64):
+    def __init__(self, lb: np.ndarray, ub: np.ndarray, capacity: int = 64, rows=None):
         self.lb = np.ascontiguousarray(lb, dtype=np.float64).copy()
         self.ub = np.ascontiguousarray(ub, dtype=np.float64).copy()
         if self.lb.shape != self.ub.shape or not (np.all(np.isfinite(self.lb))
@@ -183,8 +189,16 @@ class DenseBoxLP:
             raise ValueError("DenseBoxLP needs a finite box (lb, ub) of one length, got "
                              f"lb {self.lb!r}, ub {self.ub!r}")
         self.dim = d = int(self.lb.size)
-        self._A = np.zeros((max(int(capacity), 1), d))
+        R = np.zeros((0, d)) if rows is None else np.asarray(rows[0], dtype=np.float64)
+        self._m = m = R.shape[0]           # fixed rows first, then the planes
+        self._rows = rows is not None
+        self._A = np.zeros((m + max(int(capacity), 1), d))
         self._b = np.zeros(self._A.shape[0])
+        self._tc = np.full(self._A.shape[0], -1.0)
+        if m:
+            self._A[:m] = R
+            self._b[:m] = -np.asarray(rows[1], dtype=np.float64)
+            self._tc[:m] = 0.0
         self._W = np.zeros(d + 1, dtype=np.int64)
         self._Ginv = np.zeros((d + 1, d + 1))
         self._warm = False          # W is a dual-feasible basis with Ginv its inverse
@@ -194,12 +208,14 @@ class DenseBoxLP:
 
     def add(self, a: np.ndarray, b: float) -> None:
         """Append the plane :math:`\\langle a, x\\rangle + b` (dense ``a``)."""
-        if self.n == self._A.shape[0]:
+        k = self._m + self.n
+        if k == self._A.shape[0]:
             grow = 2 * self._A.shape[0]
-            self._A = np.concatenate([self._A, np.zeros((grow - self.n, self.dim))])
-            self._b = np.concatenate([self._b, np.zeros(grow - self.n)])
-        self._A[self.n] = np.asarray(a, dtype=np.float64).ravel()
-        self._b[self.n] = float(b)
+            self._A = np.concatenate([self._A, np.zeros((grow - k, self.dim))])
+            self._b = np.concatenate([self._b, np.zeros(grow - k)])
+            self._tc = np.concatenate([self._tc, np.full(grow - k, -1.0)])
+        self._A[k] = np.asarray(a, dtype=np.float64).ravel()
+        self._b[k] = float(b)
         self.n += 1
 
     def drop(self, mask: np.ndarray) -> None:
@@ -207,12 +223,13 @@ class DenseBoxLP:
         mask = np.asarray(mask, dtype=bool)[: self.n]
         if not mask.any():
             return
-        keep = ~mask
+        keep = np.concatenate([np.ones(self._m, dtype=bool), ~mask])
+        total = self._m + self.n
         m = int(keep.sum())
-        self._A[:m] = self._A[: self.n][keep]
-        self._b[:m] = self._b[: self.n][keep]
+        self._A[:m] = self._A[:total][keep]
+        self._b[:m] = self._b[:total][keep]
         new_index = np.cumsum(keep) - 1
-        self.n = m
+        self.n = m - self._m
         if not self._warm:
             return
         d = self.dim
@@ -243,11 +260,12 @@ class DenseBoxLP:
             self._refactor = True
 
     def _run(self, cold: bool):
-        n, d = self.n, self.dim
+        n, d = self._m + self.n, self.dim
         if cold:
-            K.cold_basis(self._A, self._b, n, self.lb, self.ub, self._W)
+            K.cold_basis(self._A, self._tc, self._b, n, self.lb, self.ub, self._W)
         try:
-            status, z, pivots = K.dual_simplex(self._A[:n], self._b[:n], n, self.lb, self.ub,
+            status, z, pivots = K.dual_simplex(self._A[:n], self._tc[:n], self._b[:n], n,
+                                               self.lb, self.ub,
                                                self._W, self._Ginv, cold or self._refactor,
                                                1e-11, 20 * (n + d + 1))
         except np.linalg.LinAlgError:       # a basis singular to rounding (LAPACK's LU)
@@ -277,11 +295,17 @@ class DenseBoxLP:
         if out is None:
             return None
         z, lam = out
-        d = self.dim
+        d, m = self.dim, self._m
         alpha = np.zeros(self.n)
-        planes = self._W >= 0
-        alpha[self._W[planes]] = np.maximum(lam[planes], 0.0)
-        return np.clip(z[:d], self.lb, self.ub), float(z[d]), alpha
+        planes = self._W >= m
+        alpha[self._W[planes] - m] = np.maximum(lam[planes], 0.0)
+        x = np.clip(z[:d], self.lb, self.ub)
+        if not self._rows:
+            return x, float(z[d]), alpha
+        y = np.zeros(m)
+        rows = (self._W >= 0) & (self._W < m)
+        y[self._W[rows]] = np.maximum(lam[rows], 0.0)
+        return x, float(z[d]), alpha, y
 
 
 # --- the projection: Goldfarb-Idnani with the identity Hessian ---------------------------

@@ -276,7 +276,8 @@ class RegionCertifier:
 
     The LP lives on between bounds (new planes are added as rows, dropped ones deleted, and
     the dual simplex restarts from the last basis; an aggregation rebuilds it): the compiled
-    :class:`~nsopt.inner.level_master.DenseBoxLP` without rows up to 300 variables, else
+    :class:`~nsopt.inner.level_master.DenseBoxLP` up to 300 variables (with the rows
+    ``A_ub x <= b_ub`` too, not with equalities), else
     HiGHS's :class:`~nsopt.inner.level_master.BoxModelLP` when its object model is
     importable; otherwise, or when it reports no optimum, it is solved from scratch.
 
@@ -379,11 +380,11 @@ class RegionCertifier:
 
     def _hot_minimum(self) -> ModelMinimum | None:
         """The model's minimum through the warm LP over the region's enclosing box, built
-        from the bundle on first use and after an aggregation: without rows and up to
-        ``DENSE_LP_MAX_DIM`` variables the compiled dense dual simplex
-        (:class:`~nsopt.inner.level_master.DenseBoxLP`, as level-bundle), else HiGHS's
-        hot-started model (:class:`~nsopt.inner.level_master.BoxModelLP`,
-        :class:`RowsModelLP` with rows); None when neither applies or it reports no optimum
+        from the bundle on first use and after an aggregation: up to ``DENSE_LP_MAX_DIM``
+        variables and without equalities the compiled dense dual simplex
+        (:class:`~nsopt.inner.level_master.DenseBoxLP`, as level-bundle, with the rows as
+        fixed constraints), else HiGHS's hot-started model
+        (:class:`~nsopt.inner.level_master.BoxModelLP`, :class:`RowsModelLP` with rows); None when neither applies or it reports no optimum
         (the caller solves from scratch). The bound is computed from the multipliers made
         feasible, never the LP's value."""
         from ..inner.level_master import BoxModelLP, DenseBoxLP, highs_available
@@ -393,11 +394,12 @@ class RegionCertifier:
         lb, ub = region.enclosing_box()
         if not (np.all(np.isfinite(lb)) and np.all(np.isfinite(ub))):
             return None
-        dense = region.A_ub is None and lb.size <= DENSE_LP_MAX_DIM
+        # equality pairs (opposite normals) make a dense basis singular: HiGHS takes them
+        dense = not region.n_eq and lb.size <= DENSE_LP_MAX_DIM
         if not (dense or highs_available()):
             return None
         if self._lp is None:
-            self._lp = (DenseBoxLP(lb, ub) if dense
+            self._lp = (DenseBoxLP(lb, ub, rows=region.rows) if dense
                         else BoxModelLP(lb, ub, HOT_LP_OPTIONS) if region.A_ub is None
                         else RowsModelLP(lb, ub, region.A_ub, region.b_ub, HOT_LP_OPTIONS))
             rows = bundle.rows()

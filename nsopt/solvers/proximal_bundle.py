@@ -26,8 +26,8 @@ from ..regularizers import L2
 from .._linalg import distance
 from .._validation import Interval, NoneOr, Option, Options, Satisfies, check_box
 from ._base import Solver, bare_oracle
-from ._region import (ROW_OPTIONS, MasterLPError, Region, box_model_minimum, planes_evidence,
-                      region_from_options)
+from ._region import (ROW_OPTIONS, ROW_TOLERANCE, MasterLPError, Region, box_model_minimum,
+                      planes_evidence, region_from_options)
 from ._polyhedral import rows_prox_master
 from ._start import sgd_start
 from ..oracle import OracleNumericalError, freeze
@@ -203,6 +203,128 @@ def _box_prox_master(bundle, master, u, centre, lb, ub, warm, deadline=None, max
             break
         at_lb, at_ub = new_lb, new_ub
     return alpha, np.clip(x, lb, ub)
+
+
+#: the trust-region master with rows runs the dense active set (:func:`_rows_prox_master`) up
+#: to this many variables (a dense n x d copy of the planes and an SVD of the active rows per
+#: round); HiGHS's QP (:func:`~nsopt.solvers._polyhedral.rows_prox_master`) above it
+DENSE_ROWS_MAX_DIM = 2000
+
+
+class RowSet(NamedTuple):
+    """The active set of :func:`_rows_prox_master`: coordinates at their lower and upper
+    bounds, and the rows held as equalities (boolean masks); the next solve starts from it."""
+
+    at_lb: np.ndarray
+    at_ub: np.ndarray
+    active: np.ndarray
+
+
+def _rows_prox_master(bundle, master, u, centre, lb, ub, A_ub, b_ub, warm=None, start=None,
+                      deadline=None, max_rounds=40):
+    r"""The proximal master over the box and the rows,
+
+    .. math:: \min_{lb \le x \le ub,\ A_{ub}x \le b_{ub}} \max_i \langle a_i, x\rangle + b_i
+              + \tfrac u2\|x - c\|^2,
+
+    by an active set on the box's coordinates *and* the rows, each subproblem solved exactly
+    by the simplex QP backend (as :func:`_box_prox_master` does for the box alone).
+
+    With coordinates ``B`` fixed at a side and the rows ``W`` held as equalities, the free
+    coordinates are :math:`x_F = x_p + N z`, :math:`x_p` the least-norm solution of
+    :math:`R_{WF} x_F = r_W - R_{WB} x_B` and :math:`N` an orthonormal basis of the null space
+    of :math:`R_{WF}` (one SVD). Since :math:`N^T x_p = 0`, :math:`\|x_F - c_F\|^2 = \|z -
+    N^T(c_F - x_p)\|^2` + const: the subproblem is the unconstrained proximal master in
+    :math:`z` with slopes :math:`N^T a_{iF}` (:func:`_prox_master`), whose plane multipliers
+    :math:`\alpha` give :math:`x`; the rows' multipliers solve the stationarity :math:`R_{WF}^T y
+    = -(A_F^T\alpha + u(x_F - c_F))` (least squares; the right-hand side lies in the range by
+    construction). Then, as a primal-dual active-set step: free coordinates outside the box
+    are fixed, fixed ones whose unclipped minimiser :math:`c - (A^T\alpha + A_{ub}^T y)/u`
+    points inside are freed, the most violated row joins ``W`` (when its normal is independent
+    of ``W``'s), and otherwise the row of most negative :math:`y` leaves. When nothing changes
+    the KKT conditions hold: ``(x, alpha, y)`` is the saddle point.
+
+    Returns ``(alpha, y, x, RowSet)`` (``alpha`` feasible, ``y >= 0``, ``x`` in the box and
+    within :data:`~._region.ROW_TOLERANCE` of the rows), or None when the rounds run out,
+    the held rows turn dependent or inconsistent, or the answer misses a row: the caller then
+    asks HiGHS (:func:`~nsopt.solvers._polyhedral.rows_prox_master`). ``start``: a
+    :class:`RowSet` to begin from (the last solve's), ``warm``: plane multipliers."""
+    rows = bundle.rows()
+    A = rows.toarray() if sp.issparse(rows) else np.asarray(rows)
+    n, d = A.shape
+    m = A_ub.shape[0]
+    c = np.asarray(centre, dtype=np.float64)
+    if start is not None and start.active.size == m and start.at_lb.size == d:
+        at_lb, at_ub, act = start.at_lb.copy(), start.at_ub.copy(), start.active.copy()
+    else:
+        at_lb, at_ub, act = (np.zeros(d, dtype=bool), np.zeros(d, dtype=bool),
+                             np.zeros(m, dtype=bool))
+    alpha = warm if warm is not None and np.size(warm) == n else None
+    row_scale = 1.0 + np.abs(b_ub)
+    for _ in range(max_rounds):
+        free = ~(at_lb | at_ub)
+        x = np.where(at_lb, lb, ub)
+        x[free] = 0.0
+        F = np.flatnonzero(free)
+        AF = A[:, F]
+        offsets = bundle.b + A @ x              # the fixed coordinates' share (x_F = 0 here)
+        W = np.flatnonzero(act)
+        cF = c[F]
+        if W.size:
+            Rw = A_ub[np.ix_(W, F)]
+            rw = b_ub[W] - A_ub[W] @ x
+            if F.size == 0:
+                return None
+            Uw, sv, Vt = np.linalg.svd(Rw, full_matrices=True)
+            rank = int(np.sum(sv > 1e-10 * max(float(sv[0]), 1e-300)))
+            if rank < W.size:                   # dependent held rows: HiGHS decides
+                return None
+            xp = Vt[:rank].T @ ((Uw[:, :rank].T @ rw) / sv[:rank])
+            if np.any(np.abs(Rw @ xp - rw) > 1e-9 * (1.0 + np.abs(rw))):
+                return None
+            N = Vt[rank:].T
+        else:
+            xp, N, Uw, sv, Vt, rank = np.zeros(F.size), None, None, None, None, 0
+        if F.size - rank > 0:
+            B = AF @ N if N is not None else AF
+            cz = N.T @ (cF - xp) if N is not None else cF
+            sub = _DensePlanes(np.ascontiguousarray(B), offsets + AF @ xp, B @ B.T)
+            sol, _ = _prox_master(sub, master, 0.0, u, cz, alpha, None, deadline)
+            alpha = bundle.feasible(sol.alpha)
+            z = cz - (B.T @ alpha) / u
+            xF = xp + (N @ z if N is not None else z)
+        else:                                   # no freedom left: the highest plane there
+            xF = xp
+            alpha = np.zeros(n)
+            alpha[int(np.argmax(offsets + AF @ xp))] = 1.0
+        x[F] = xF
+        y = np.zeros(m)
+        if W.size:
+            g = AF.T @ alpha + u * (xF - cF)    # in the range of Rw^T: y from it
+            y[W] = -(Uw[:, :rank] @ ((Vt[:rank] @ g) / sv[:rank]))
+        grad = A.T @ alpha + A_ub.T @ y         # the Lagrangian's slope; x' its box-free minimiser
+        x_free = c - grad / u
+        new_lb = (free & (x < lb)) | (at_lb & (x_free <= lb))
+        new_ub = (free & (x > ub)) | (at_ub & (x_free >= ub))
+        xc = np.clip(x, lb, ub)
+        excess = (A_ub @ xc - b_ub) / (row_scale + np.abs(A_ub) @ np.abs(xc))
+        excess[act] = -np.inf
+        new_act = act.copy()
+        k = int(np.argmax(excess)) if m else -1
+        changed_box = not (np.array_equal(new_lb, at_lb) and np.array_equal(new_ub, at_ub))
+        if m and excess[k] > 1e-13:     # relative to the row's terms: not rounding
+            new_act[k] = True
+        elif not changed_box and W.size and y.min() < -1e-12 * (1.0 + float(np.abs(y).max())):
+            new_act[int(np.argmin(y))] = False
+        if not changed_box and np.array_equal(new_act, act):
+            y = np.maximum(y, 0.0)
+            x = np.clip(x, lb, ub)
+            ex = A_ub @ x - b_ub
+            if np.any(ex > ROW_TOLERANCE * (1.0 + np.abs(b_ub) + np.abs(A_ub) @ np.abs(x))):
+                return None
+            return alpha, y, x, RowSet(at_lb, at_ub, act)
+        at_lb, at_ub, act = new_lb, new_ub, new_act
+    return None
 
 
 _VARIANT = Option("auto", Options(("auto", "proximal", "trust-region")),
@@ -573,8 +695,10 @@ class TrustRegionBundle(ProximalBundle):
     A_ub, b_ub : array (m, dim) and (m,), optional
         Rows :math:`A_{ub} x \le b_{ub}` constraining x with the box (linprog's names; the box
         may be omitted, then its sides are infinite): the master problem is then a QP over
-        the box and the rows solved by HiGHS
-        (:func:`~nsopt.solvers._polyhedral.rows_prox_master`), and every bound is the
+        the box and the rows, solved by an active set on the coordinates and the rows over
+        the simplex QP (:func:`_rows_prox_master`; HiGHS,
+        :func:`~nsopt.solvers._polyhedral.rows_prox_master`, above ``DENSE_ROWS_MAX_DIM``
+        variables, with equalities, or when the active set gives up), and every bound is the
         weak-duality one of the planes' and rows' multipliers (:mod:`nsopt.solvers._polyhedral`).
         A finite bound needs a finite box (or a reduced cost exactly zero on the infinite
         sides). A given ``x0`` violating a row is a ``ValueError`` naming it. ``A_eq, b_eq``:
@@ -674,6 +798,7 @@ class TrustRegionBundle(ProximalBundle):
         n_planes: int
         i_u: int = 0               # Kiwiel's counter: + serious steps, - null steps in a row
         eps_v: float = math.inf    # Kiwiel's variation estimate
+        row_set: RowSet | None = None  # the rows master's last active set (with A_ub)
 
     @classmethod
     def unsupported_reason(cls, problem):
@@ -699,13 +824,28 @@ class TrustRegionBundle(ProximalBundle):
         bundle, region = s.bundle, s.region
         warm = warm if warm is not None and warm.size == bundle.n else None
         y = None                    # the rows' multipliers (with rows A_ub x <= b_ub)
+        row_set = s.row_set
         if region is not None and region.A_ub is not None:
-            out = rows_prox_master(bundle, u, s.centre, region.lb, region.ub, region.rows,
-                                   region.n_eq)
-            if out is None:
-                raise OracleNumericalError("proximal-bundle: HiGHS could not solve the master "
-                                           "QP over the box and the rows", None, "the master QP")
-            beta, y, x = out
+            out = None
+            if not region.n_eq and bundle.dim <= DENSE_ROWS_MAX_DIM:
+                out = _rows_prox_master(bundle, s.master, u, s.centre, region.lb, region.ub,
+                                        region.A_ub, region.b_ub, warm, row_set,
+                                        problem.deadline)
+                if out is None and row_set is not None:     # a cold start, then HiGHS
+                    out = _rows_prox_master(bundle, s.master, u, s.centre, region.lb,
+                                            region.ub, region.A_ub, region.b_ub, warm, None,
+                                            problem.deadline)
+            if out is not None:
+                beta, y, x, row_set = out
+            else:
+                out = rows_prox_master(bundle, u, s.centre, region.lb, region.ub, region.rows,
+                                       region.n_eq)
+                if out is None:
+                    raise OracleNumericalError("proximal-bundle: HiGHS could not solve the "
+                                               "master QP over the box and the rows", None,
+                                               "the master QP")
+                beta, y, x = out
+                row_set = None
         elif region is not None and region.kind == "box":
             beta, x = _box_prox_master(bundle, s.master, u, s.centre, region.lb, region.ub, warm,
                                        problem.deadline)
@@ -733,7 +873,7 @@ class TrustRegionBundle(ProximalBundle):
         return s._replace(x=freeze(x), u=u, delta=delta, linearization_error=eps,
                           subgradient_norm=gnorm, lower_bound=lower, evidence=evidence,
                           stationary=delta <= tol and not math.isfinite(lower),
-                          beta=beta, n_planes=bundle.n)
+                          beta=beta, n_planes=bundle.n, row_set=row_set)
 
     def _certify(self, problem, bundle, beta, gnorm, region, best=-math.inf, best_evidence=None,
                  y=None):
