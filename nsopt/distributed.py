@@ -31,8 +31,9 @@ the shards' partial sums added in shard order round differently (1e-16 relative,
 the running sum of the shards before it, and the loss values are bitwise the one-machine
 ones (P - 1 more round trips of one float per value); on sparse data the subgradients too
 (:meth:`ShardedLoss._ordered_subgradient`: the d-vector :math:`X^Tg` continued shard after
-shard, P - 1 more round trips of a d-vector); a line's one-sided derivatives too
-(:func:`_continued_line_derivative`), and with ``line_search="gather"`` a piecewise-linear
+shard, P - 1 more round trips of a d-vector); a line's values and one-sided derivatives too
+(:func:`_continued_line_value`, :func:`_continued_line_derivative`: the fused line kernels'
+``start``), and with ``line_search="gather"`` a piecewise-linear
 line runs the one-machine sweep over its gathered kinks (:meth:`ShardedLine.jumps`). What
 reproduces a one-machine run's iterates where the path amplifies rounding (ls-bmrm on a9a,
 bitwise against ``reuse_scores=False``; subBFGS on the hinge, whose exact steps land on
@@ -306,39 +307,31 @@ def _continued_sum(loss, z, prefix: float, kernel: str) -> float:
 def _continued_line_derivative(line, eta: float, side: int, prefix: float) -> float:
     r"""This shard's line derivative :math:`\sum_i (c_i l'_i) q_i` as
     :meth:`ScalarLine.derivative <nsopt.losses._base.ScalarLine.derivative>` computes it,
-    with its running sum started at ``prefix``. Without fused line kernels (the hinge) that
-    is the gradient kernel and a serial dot continued from ``prefix``; with them, the fused
-    kernel over one pseudo-example first whose term is exactly ``prefix`` (``q_0 = 1``, a
-    score ``z_0`` tried from a fixed list, ``f_0 = z_0 - \eta``, ``c_0 = prefix / l'(z_0)``
-    checked to give ``prefix`` exactly). ValueError if no such pseudo-example exists."""
+    with its running sum started at ``prefix``: the fused line kernel's ``start`` where the
+    loss has line kernels; else (the hinge) the gradient kernel and a serial dot continued
+    from ``prefix``, ``ScalarLine``'s own path."""
     prefix, eta = float(prefix), float(eta)
     fused = getattr(line, "_fused", None)
-    if fused is None:  # ScalarLine.derivative's path: the gradient kernel, then a serial dot
-        z = line._scores_at(eta)
-        if line._sign is None:
-            line._sign, line._buf = np.sign(line.q), np.empty_like(line.f)
-        line.loss._grad_kernel(z, line.loss.y, line.loss.c, side * line._sign, line._buf)
-        return float(_serial_dot(line._buf, np.ascontiguousarray(line.q, dtype=np.float64),
-                                    prefix))
-    _, der, _, (f, q, y, c, kinks), params = fused
-    if prefix == 0.0:  # 0 + t = t: the kernel's own start
-        return float(der(f, q, y, c, kinks, eta, float(side), *params))
-    y0 = y[:1].copy()
-    k0 = kinks[:1].copy()
-    one = np.ones(1)
-    for z0 in (3.0, -3.0, 0.0, 2.0, -2.0, 0.5, -0.5, 4.0, -4.0, 1.0, -1.0):
-        f0 = np.array([z0 - eta])
-        slope = float(der(f0, one, y0, one, k0, eta, float(side), *params))
-        if not (math.isfinite(slope) and slope != 0.0):
-            continue
-        c0 = np.array([prefix / slope])
-        if not (math.isfinite(c0[0])
-                and float(der(f0, one, y0, c0, k0, eta, float(side), *params)) == prefix):
-            continue
-        return float(der(np.concatenate([f0, f]), np.concatenate([one, q]),
-                         np.concatenate([y0, y]), np.concatenate([c0, c]),
-                         np.concatenate([k0, kinks]), eta, float(side), *params))
-    raise ValueError(f"no pseudo-example of the line carries the prefix {prefix!r}")
+    if fused is not None:
+        _, der, _, args, params = fused
+        return float(der(*args, eta, float(side), *params, prefix))
+    z = line._scores_at(eta)
+    if line._sign is None:
+        line._sign, line._buf = np.sign(line.q), np.empty_like(line.f)
+    line.loss._grad_kernel(z, line.loss.y, line.loss.c, side * line._sign, line._buf)
+    return float(_serial_dot(line._buf, np.ascontiguousarray(line.q, dtype=np.float64), prefix))
+
+
+def _continued_line_value(line, eta: float, prefix: float) -> float:
+    r"""This shard's line value :math:`\sum_i c_i l(f_i + \eta q_i, y_i)` as
+    :meth:`ScalarLine.value <nsopt.losses._base.ScalarLine.value>` computes it, its running
+    sum started at ``prefix``: the fused line kernel's ``start``; else (the hinge) the value
+    kernel at ``f + eta q`` continued by :func:`_continued_sum`."""
+    fused = getattr(line, "_fused", None)
+    if fused is not None:
+        val, _, _, args, params = fused
+        return float(val(*args[:4], float(eta), *params, float(prefix)))
+    return _continued_sum(line.loss, line.f + eta * line.q, prefix, "value")
 
 
 def _continued_rdot(data, g: np.ndarray, prefix) -> np.ndarray:
@@ -484,9 +477,7 @@ class _ShardActor:
 
     def line_value_from(self, key, eta, prefix):
         """:meth:`line_value` continued from ``prefix`` (the line of scores ``f + eta q``)."""
-        line = self._lines[key][0]
-        z = line.f + eta * line.q
-        return _continued_sum(self.loss, z, prefix, "value")
+        return _continued_line_value(self._lines[key][0], eta, prefix)
 
     def line_jumps(self, key):
         """The line's kinks and jumps of its derivative, unsorted (``ScalarLine.jumps``), or
