@@ -294,9 +294,9 @@ novelty_value, novelty_grad = elementwise("novelty")
 # kernel's output (``dot``), so the numbers are the same to the last bit.
 # Scores within rounding of a kink are snapped onto it as ``ScalarLine._snap`` does
 # (``kinks`` is (m, k), k = 0 without kinks; not at eta = 0).
-# ``start`` (``start_value``, ``start_derivative``): the running sum's first value, a sharded
-# sum continued from the shards before (:mod:`nsopt.distributed`'s ordered reduction), as
-# :func:`dot`'s; 0.0 + x is x, so the default is the plain kernel bit for bit.
+# ``start`` (value, derivative): the running sum's first value, a sharded sum continued
+# from the shards before (:mod:`nsopt.distributed`'s ordered reduction), as :func:`dot`'s;
+# 0.0 + x is x, so the default is the plain kernel bit for bit.
 # --------------------------------------------------------------------------------------
 _LINE_SNAP = """
         if eta == 0.0:
@@ -327,11 +327,10 @@ def {name}_line_value(f, q, y, c, eta{params}, start=0.0):
     return v
 
 
-def {name}_line_value_and_derivative(f, q, y, c, kinks, eta, side{params}, start_value=0.0,
-                                    start_derivative=0.0):
+def {name}_line_value_and_derivative(f, q, y, c, kinks, eta, side{params}):
     nk = kinks.shape[1]
-    v = start_value
-    s = start_derivative
+    v = 0.0
+    s = 0.0
     for i in range(f.shape[0]):
         qi = q[i]
         sd = side * (1.0 if qi > 0.0 else (-1.0 if qi < 0.0 else 0.0))
@@ -352,9 +351,9 @@ def line_kernels(name: str, *params: str):
     ``f + eta q``, no scores allocated), ``derivative(f, q, y, c, kinks, eta, side, *params)
     -> phi'`` and ``value_and_derivative(...) -> (phi, phi')``, compiled (from source, as
     :func:`elementwise`). ``side`` (+1 or -1) times ``sign(q_i)`` picks example i's one-sided
-    derivative; the value is the value kernel's at the unsnapped scores ``f + eta q``. Each
-    takes the running sums' first values last (after ``*params``): ``start=0.0`` (value,
-    derivative), ``start_value=0.0, start_derivative=0.0`` (both)."""
+    derivative; the value is the value kernel's at the unsnapped scores ``f + eta q``. The
+    value and derivative kernels take the running sum's first value last (after
+    ``*params``): ``start=0.0``."""
     extra = "".join(", " + p for p in params)
     slope_name = name + "_slope"
     namespace = {"__name__": __name__, name: globals()[name]}
