@@ -65,8 +65,8 @@ problem (the driver keeps a reference to it, which the caller holds anyway; pass
 ``rebuild=False`` to drop it); that of :func:`load_svmlight` is the file, read again by
 another worker. A shard that cannot be rebuilt raises :class:`ShardsLost`, a
 ``KeyboardInterrupt``: the solver loop stops with status ``interrupted`` and returns the
-best point with a certificate made only of
-evidence that was checked before the loss, never a wrong one.
+best point with a certificate made only of evidence that was checked before the loss,
+never a wrong one.
 """
 from __future__ import annotations
 
