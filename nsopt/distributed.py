@@ -31,13 +31,15 @@ the shards' partial sums added in shard order round differently (1e-16 relative,
 the running sum of the shards before it, and the loss values are bitwise the one-machine
 ones (P - 1 more round trips of one float per value); on sparse data the subgradients too
 (:meth:`ShardedLoss._ordered_subgradient`: the d-vector :math:`X^Tg` continued shard after
-shard, P - 1 more round trips of a d-vector); a line's one-sided derivatives too
-(:func:`_continued_line_derivative`), and with ``line_search="gather"`` a piecewise-linear
-line runs the one-machine sweep over its gathered kinks (:meth:`ShardedLine.jumps`). What
-reproduces a one-machine run's iterates where the path amplifies rounding (ls-bmrm on a9a,
-bitwise against ``reuse_scores=False``; subBFGS on the hinge, whose exact steps land on
-kinks: one ulp of a subgradient moves its path by 1e-4 in two iterations; excessive-gap,
-whose sums :mod:`nsopt.distributed_saddle` continues the same way).
+shard, P - 1 more round trips of a d-vector); a line's values and one-sided derivatives too
+(:func:`_continued_line_value`, :func:`_continued_line_derivative`: the fused line kernels'
+``start``), and with ``line_search="gather"`` a piecewise-linear line runs the one-machine
+sweep over its gathered kinks (:meth:`ShardedLine.jumps`). What reproduces a one-machine
+run's iterates where the path amplifies rounding (ls-bmrm on a9a, bitwise with its default
+``reuse_scores=True``, whose scores the shards keep and combine where they live,
+:meth:`ShardedLoss.scores`, and with ``reuse_scores=False``; subBFGS on the hinge, whose
+exact steps land on kinks: one ulp of a subgradient moves its path by 1e-4 in two
+iterations; excessive-gap, whose sums :mod:`nsopt.distributed_saddle` continues the same way).
 
 :class:`ShardedLoss` is an :class:`~nsopt.Oracle` (a loss); :func:`shard` and
 :func:`load_svmlight` wrap it in an unchanged :class:`~nsopt.RegularizedRisk`, so every solver
@@ -57,12 +59,14 @@ shard, computed on its worker when the shard is built.
 Lost workers. Every call that fails because a shard's data is gone (a worker killed,
 restarted or disconnected) rebuilds that shard from its source and repeats the call, up to
 ``max_rebuilds`` times per call: the answer is the same numbers, so the run continues as if
-nothing happened. The source of a shard of :func:`shard` is the caller's in-memory problem (the
-driver keeps a reference to it, which the caller holds anyway; pass ``rebuild=False`` to drop
-it); that of :func:`load_svmlight` is the file, read again by another worker. A shard that
-cannot be rebuilt raises :class:`ShardsLost`, a ``KeyboardInterrupt``: the solver loop stops
-with status ``interrupted`` and returns the best point with a certificate made only of
-evidence that was checked before the loss, never a wrong one.
+nothing happened (kept scores, :meth:`ShardedLoss.scores`, are recomputed from their points:
+equal up to rounding). The source of a shard of :func:`shard` is the caller's in-memory
+problem (the driver keeps a reference to it, which the caller holds anyway; pass
+``rebuild=False`` to drop it); that of :func:`load_svmlight` is the file, read again by
+another worker. A shard that cannot be rebuilt raises :class:`ShardsLost`, a
+``KeyboardInterrupt``: the solver loop stops with status ``interrupted`` and returns the
+best point with a certificate made only of evidence that was checked before the loss,
+never a wrong one.
 """
 from __future__ import annotations
 
@@ -84,6 +88,7 @@ from .losses._vector_base import VectorLoss
 from .losses._groups import contiguous_groups
 from .losses._kernels import DataMatrix
 from .losses._kernels import dot as _serial_dot
+from ._linalg import lincomb
 from .oracle import LineFunction, Oracle, SumLine, _minimize_piecewise
 from .problem import RegularizedRisk
 
@@ -322,39 +327,31 @@ def _continued_sum(loss, z, prefix: float, kernel: str) -> float:
 def _continued_line_derivative(line, eta: float, side: int, prefix: float) -> float:
     r"""This shard's line derivative :math:`\sum_i (c_i l'_i) q_i` as
     :meth:`ScalarLine.derivative <nsopt.losses._base.ScalarLine.derivative>` computes it,
-    with its running sum started at ``prefix``. Without fused line kernels (the hinge) that
-    is the gradient kernel and a serial dot continued from ``prefix``; with them, the fused
-    kernel over one pseudo-example first whose term is exactly ``prefix`` (``q_0 = 1``, a
-    score ``z_0`` tried from a fixed list, ``f_0 = z_0 - \eta``, ``c_0 = prefix / l'(z_0)``
-    checked to give ``prefix`` exactly). ValueError if no such pseudo-example exists."""
+    with its running sum started at ``prefix``: the fused line kernel's ``start`` where the
+    loss has line kernels; else (the hinge) the gradient kernel and a serial dot continued
+    from ``prefix``, ``ScalarLine``'s own path."""
     prefix, eta = float(prefix), float(eta)
     fused = getattr(line, "_fused", None)
-    if fused is None:  # ScalarLine.derivative's path: the gradient kernel, then a serial dot
-        z = line._scores_at(eta)
-        if line._sign is None:
-            line._sign, line._buf = np.sign(line.q), np.empty_like(line.f)
-        line.loss._grad_kernel(z, line.loss.y, line.loss.c, side * line._sign, line._buf)
-        return float(_serial_dot(line._buf, np.ascontiguousarray(line.q, dtype=np.float64),
-                                    prefix))
-    _, der, _, (f, q, y, c, kinks), params = fused
-    if prefix == 0.0:  # 0 + t = t: the kernel's own start
-        return float(der(f, q, y, c, kinks, eta, float(side), *params))
-    y0 = y[:1].copy()
-    k0 = kinks[:1].copy()
-    one = np.ones(1)
-    for z0 in (3.0, -3.0, 0.0, 2.0, -2.0, 0.5, -0.5, 4.0, -4.0, 1.0, -1.0):
-        f0 = np.array([z0 - eta])
-        slope = float(der(f0, one, y0, one, k0, eta, float(side), *params))
-        if not (math.isfinite(slope) and slope != 0.0):
-            continue
-        c0 = np.array([prefix / slope])
-        if not (math.isfinite(c0[0])
-                and float(der(f0, one, y0, c0, k0, eta, float(side), *params)) == prefix):
-            continue
-        return float(der(np.concatenate([f0, f]), np.concatenate([one, q]),
-                         np.concatenate([y0, y]), np.concatenate([c0, c]),
-                         np.concatenate([k0, kinks]), eta, float(side), *params))
-    raise ValueError(f"no pseudo-example of the line carries the prefix {prefix!r}")
+    if fused is not None:
+        _, der, _, args, params = fused
+        return float(der(*args, eta, float(side), *params, prefix))
+    z = line._scores_at(eta)
+    if line._sign is None:
+        line._sign, line._buf = np.sign(line.q), np.empty_like(line.f)
+    line.loss._grad_kernel(z, line.loss.y, line.loss.c, side * line._sign, line._buf)
+    return float(_serial_dot(line._buf, np.ascontiguousarray(line.q, dtype=np.float64), prefix))
+
+
+def _continued_line_value(line, eta: float, prefix: float) -> float:
+    r"""This shard's line value :math:`\sum_i c_i l(f_i + \eta q_i, y_i)` as
+    :meth:`ScalarLine.value <nsopt.losses._base.ScalarLine.value>` computes it, its running
+    sum started at ``prefix``: the fused line kernel's ``start``; else (the hinge) the value
+    kernel at ``f + eta q`` continued by :func:`_continued_sum`."""
+    fused = getattr(line, "_fused", None)
+    if fused is not None:
+        val, _, _, args, params = fused
+        return float(val(*args[:4], float(eta), *params, float(prefix)))
+    return _continued_sum(line.loss, line.f + eta * line.q, prefix, "value")
 
 
 def _continued_rdot(data, g: np.ndarray, prefix) -> np.ndarray:
@@ -391,6 +388,7 @@ class _ShardActor:
         self.loss, self._raw, self._file, self._make = loss, None, file, make
         self._lines = {}
         self._duals = {}
+        self._scores = {}  # kept scores X_k v by key (ShardedLoss.scores: ls-bmrm's reuse)
 
     def start(self):
         """Build (from ``make``) and check the shard; its facts, or a ShardError."""
@@ -477,11 +475,13 @@ class _ShardActor:
         self._kept = (w, z, "value")
         return float(self.loss._value_kernel(z, self.loss.y, self.loss.c))
 
-    def value_and_subgradient_keep(self, w):
+    def value_and_subgradient_keep(self, w, key=None):
         """:meth:`value_and_subgradient` as ``ScalarLoss._value_and_subgradient`` computes it
-        (scores, the kernel's sum and derivatives, ``X^T g``), keeping the scores."""
+        (scores, the kernel's sum and derivatives, ``X^T g``), keeping the scores; ``key``:
+        from the kept scores ``key`` instead of :math:`X_k w` (as ``_value_subgradient_dual``
+        with ``scores``)."""
         loss = self.loss
-        z = loss.scores(w)
+        z = loss.scores(w) if key is None else self._scores[key]
         g = np.empty(loss.m)
         r = loss._grad_kernel(z, loss.y, loss.c, np.zeros(loss.m), g)
         self._kept = (w, z, "grad")
@@ -500,9 +500,7 @@ class _ShardActor:
 
     def line_value_from(self, key, eta, prefix):
         """:meth:`line_value` continued from ``prefix`` (the line of scores ``f + eta q``)."""
-        line = self._lines[key][0]
-        z = line.f + eta * line.q
-        return _continued_sum(self.loss, z, prefix, "value")
+        return _continued_line_value(self._lines[key][0], eta, prefix)
 
     def line_jumps(self, key):
         """The line's kinks and jumps of its derivative, unsorted (``ScalarLine.jumps``), or
@@ -530,12 +528,13 @@ class _ShardActor:
         data = getattr(self.loss, "data", None)
         return self.chainable() and type(data) is DataMatrix and bool(data.sparse)
 
-    def _keep_derivatives(self, w, p=None):
+    def _keep_derivatives(self, w, p=None, key=None):
         r"""The kernel's derivatives :math:`g_i = c_i l'(z_i, y_i)` at ``w`` (with ``p``: the
         side of each kink that of :math:`\mathrm{sign}(x_i^T p)`, as ``_sup_subgradient``),
-        kept for :meth:`chain_subgradient`; the kernel's loss sum."""
+        kept for :meth:`chain_subgradient`; the kernel's loss sum. ``key``: the scores are
+        the kept ones of that key, not :math:`X_k w`."""
         loss = self.loss
-        z = loss.scores(w)
+        z = loss.scores(w) if key is None else self._scores[key]
         side = np.zeros(loss.m) if p is None else np.sign(loss.data.dot(p))
         g = np.empty(loss.m)
         r = loss._grad_kernel(z, loss.y, loss.c, side, g)
@@ -544,10 +543,10 @@ class _ShardActor:
             self._kept = (w, z, "grad")
         return float(r)
 
-    def ordered_start(self, w, p=None):
+    def ordered_start(self, w, p=None, key=None):
         """First round of an ordered subgradient (every shard in parallel): keep the
         derivatives; shard 0, the head of the chain, also answers its ``X^T g`` from 0."""
-        r = self._keep_derivatives(w, p)
+        r = self._keep_derivatives(w, p, key)
         a = _continued_rdot(self.loss.data, self._kept_g[3], None) if self.index == 0 else None
         return r, a
 
@@ -564,13 +563,44 @@ class _ShardActor:
         r = None if prefix_r is None else _continued_sum(self.loss, z, prefix_r, "grad")
         return r, _continued_rdot(self.loss.data, g, prefix_a)
 
+    # kept scores (ShardedLoss.scores): X_k v under a key, combined where they live
+    def scores_drop(self, keys):
+        for k in keys:  # scores the driver no longer holds
+            self._scores.pop(k, None)
+
+    def scores_keep(self, key, w, drop=()):
+        """Keep :math:`X_k w` (``ScalarLoss.scores``) under ``key``."""
+        self.scores_drop(drop)
+        self._scores[key] = self.loss.scores(w)
+
+    def scores_combine(self, out, a, x, b, y, drop=()):
+        """Keep :math:`a x + b y` of the kept scores ``x``, ``y`` under ``out`` (a new array:
+        a line may still hold the old one), by :func:`nsopt._linalg.lincomb`, the one-machine
+        solver's own operations element by element (``a = 1, b = -1``: ``x - y`` bitwise)."""
+        self.scores_drop(drop)
+        self._scores[out] = lincomb(a, self._scores[x], b, self._scores[y])
+
+    def scores_max_abs(self, key):
+        z = self._scores[key]
+        return float(np.max(np.abs(z))) if z.size else 0.0
+
     # lines, kept here by key
     def open_line(self, key, w, p, drop=(), drop_duals=()):
         """Open line ``key``; its facts ``(has breakpoints, affine between them)``."""
+        return self._open(key, lambda: self.loss._restrict(w, p), drop, drop_duals)
+
+    def open_line_scores(self, key, f_key, q_key, drop=(), drop_duals=(), drop_scores=()):
+        """Open line ``key`` through the kept scores ``f_key`` along the kept ``q_key``
+        (``ScalarLoss.restrict_scores``: no data pass); its facts, as :meth:`open_line`."""
+        f, q = self._scores[f_key], self._scores[q_key]
+        self.scores_drop(drop_scores)
+        return self._open(key, lambda: self.loss.restrict_scores(f, q), drop, drop_duals)
+
+    def _open(self, key, make, drop, drop_duals):
         for k in drop:  # lines the driver no longer holds
             self._lines.pop(k, None)
         self._drop_duals(drop_duals)
-        line = self.loss._restrict(w, p)
+        line = make()
         self._lines[key] = [line, None, None, None]  # line, sorted kinks, jump sums, (lo, d0)
         return (type(line).breakpoints is not LineFunction.breakpoints,
                 bool(getattr(line, "affine_between_breakpoints", False)),
@@ -1080,6 +1110,10 @@ class ShardedLoss(Oracle):
         self._curvature_search = True
         self._chainable = None  # every shard's sums can be continued (asked on first use)
         self._chain_w = None
+        # kept scores (scores(): handles the driver holds, keys the shards keep arrays under)
+        self._next_scores = 0
+        self._live_scores = weakref.WeakValueDictionary()
+        self._dead_scores = []  # keys of kept scores the driver let go (dropped lazily)
 
     @property
     def n_rebuilds(self) -> int:
@@ -1174,6 +1208,8 @@ class ShardedLoss(Oracle):
                 raise ShardError(f"shard {s.index} ({s.source}) rebuilt from its source has "
                                  "different data: the source changed during the run",
                                  s.index, s.source)
+            for key, kept in list(self._live_scores.items()):  # the kept scores, from w
+                s.actor.scores_keep(key, kept.w).result()
             for key, line in list(self._open_lines.items()):  # reopen the live lines
                 s.actor.open_line(key, line.w, line.p).result()
             self._n_rebuilds += 1
@@ -1246,13 +1282,14 @@ class ShardedLoss(Oracle):
             self._vector_chainable = all(self._map("vector_chainable"))
         return self._vector_chainable
 
-    def _ordered_subgradient(self, w, p=None):
+    def _ordered_subgradient(self, w, p=None, key=None):
         """``(R(w), X^T g)`` (``p`` None) or ``(None, X^T g)`` at the kinks' side of ``p``,
         both bitwise the one-machine ones: one parallel round (every shard keeps its
         derivatives, shard 0 answers its part), then shards 1..P-1 one after the other,
         each continuing the loss sum and the d-vector of the shards before it. Cost: P
-        round trips, 2 (P - 1) d-vectors moved, the ``X^T g`` passes in sequence."""
-        parts = self._map("ordered_start", w, p)
+        round trips, 2 (P - 1) d-vectors moved, the ``X^T g`` passes in sequence. ``key``:
+        from the kept scores ``key`` (:meth:`scores`) instead of :math:`X_k w`."""
+        parts = self._map("ordered_start", w, p, key)
         r, a = parts[0]
         k0 = 1
         if a is None:  # shard 0 is not the head (never seen): chain it too
@@ -1273,12 +1310,12 @@ class ShardedLoss(Oracle):
             return self._chain(parts[0], "chain")
         return _ordered_sum(self._map("value", w))
 
-    def _value_and_subgradient(self, w):
+    def _value_and_subgradient(self, w, key=None):
         if self._ordered_vectors():
-            return self._ordered_subgradient(w)
+            return self._ordered_subgradient(w, None, key)
         ordered = self._ordered()
-        parts = self._map("value_and_subgradient_keep" if ordered else "value_and_subgradient",
-                          w)
+        parts = (self._map("value_and_subgradient_keep", w, key) if ordered
+                 else self._map("value_and_subgradient", w))
         r, a = 0.0, np.zeros(self.dim)
         for rk, ak in parts:  # shard order
             r += rk
@@ -1302,6 +1339,58 @@ class ShardedLoss(Oracle):
     def _restrict(self, w, p):
         self._next_line += 1
         return ShardedLine(self, w, p, self._next_line)
+
+    # --- kept scores: ls-bmrm's reuse_scores on the shards ------------------------------
+    @property
+    def scores_supported(self) -> bool:
+        r"""Whether :meth:`scores` keeps the shards' scores (with ``reduction = "ordered"``,
+        whose point is the one-machine numbers: a solver that reuses scores, ls-bmrm's
+        default, then forms its lines' :math:`q = f_t - f_b`, the next scores and the query
+        point's plane from kept scores as one machine does). Otherwise False: a solver
+        recomputes from the data (the lines' :math:`X_k p` on the workers)."""
+        return self._ordered()
+
+    @property
+    def certifies_by_dual_point(self) -> bool:
+        """A margin loss: query-point evidence becomes a :class:`ShardedDualPoint`
+        (:meth:`adopt_evidence`), rebuilt from the dual point alone, so a plane may be taken
+        from kept scores (ls-bmrm's ``_plane_scores``, as for a one-machine dual point)."""
+        return self._dual_upper is not None and self.lower_bound == 0.0
+
+    def scores(self, w: np.ndarray) -> "_KeptScores":
+        r""":math:`X_k w` kept on every shard (one round trip, ``w`` out, nothing back); the
+        driver holds a :class:`_KeptScores` handle, never the m-vector."""
+        w = np.array(w, dtype=np.float64)
+        key = self._scores_key()
+        self._map("scores_keep", key, w, self._take_dead_scores())
+        return _KeptScores(self, key, w)
+
+    def restrict_scores(self, f: "_KeptScores", q: "_KeptScores") -> "ShardedLine":
+        """The line through the point of the kept scores ``f`` along that of ``q``
+        (``ScalarLoss.restrict_scores`` on every shard: no data pass)."""
+        for h in (f, q):
+            if not (isinstance(h, _KeptScores) and h.loss is self):
+                raise TypeError(f"restrict_scores takes scores kept by this loss (scores()), "
+                                f"got {type(h).__name__}")
+        self._next_line += 1
+        return ShardedLine(self, f.w, q.w, self._next_line, scores=(f.key, q.key))
+
+    def _value_subgradient_dual(self, w, scores=None):
+        """``(R(w), a, None)``: the oracle (no dual point reaches the driver); ``scores``
+        (kept by :meth:`scores`, ordered reduction): from those instead of :math:`X_k w`,
+        as ``ScalarLoss._value_subgradient_dual``."""
+        key = scores.key if isinstance(scores, _KeptScores) and scores.loss is self else None
+        r, a = self._value_and_subgradient(w, key if self._ordered() else None)
+        return r, a, None
+
+    def _scores_key(self) -> int:
+        self._next_scores += 1
+        return self._next_scores
+
+    def _take_dead_scores(self) -> list:
+        dead = self._dead_scores[:]  # the list itself is the finalizers' (appended to)
+        del self._dead_scores[:len(dead)]
+        return dead
 
     # --- certificates: dual points kept on the shards ----------------------------------
     def _take_dead_duals(self) -> list:
@@ -1359,6 +1448,46 @@ class ShardedLoss(Oracle):
         return values, subgradients
 
 
+class _KeptScores:
+    r"""Scores :math:`f_k = X_k v` kept on every shard under ``key`` (:meth:`ShardedLoss.scores`):
+    what a solver that reuses scores (ls-bmrm) holds in place of the m-vector. It combines
+    them where they live, by the one-machine operations element by element: ``x - y`` and
+    :meth:`lincomb` (one round trip, nothing back), :meth:`max_abs` (one float per shard),
+    ``size``. The driver keeps ``w``, the point whose scores these are up to rounding (the
+    same combinations of the points, O(d)): a rebuilt shard recomputes :math:`X_k w` from it
+    (:meth:`ShardedLoss._rebuild_lost`). The shards drop the arrays of handles let go."""
+
+    def __init__(self, loss: ShardedLoss, key: int, w: np.ndarray):
+        self.loss, self.key, self.w, self.size = loss, key, w, loss.m
+        loss._live_scores[key] = self
+        weakref.finalize(self, loss._dead_scores.append, key)
+
+    def lincomb(self, a: float, b: float, y: "_KeptScores", out: "_KeptScores | None" = None):
+        r""":math:`a\,\mathrm{self} + b y` (:func:`nsopt._linalg.lincomb` on every shard), kept
+        under ``out``'s key (``out`` returned, its point updated) or a new one."""
+        loss = self.loss
+        if not (isinstance(y, _KeptScores) and y.loss is loss):
+            raise TypeError(f"kept scores combine with scores of the same loss, got "
+                            f"{type(y).__name__}")
+        w = lincomb(float(a), self.w, float(b), y.w)
+        key = out.key if out is not None else loss._scores_key()
+        loss._map("scores_combine", key, float(a), self.key, float(b), y.key,
+                  loss._take_dead_scores())
+        if out is None:
+            return _KeptScores(loss, key, w)
+        out.w = w
+        return out
+
+    def __sub__(self, other):
+        if not isinstance(other, _KeptScores):
+            return NotImplemented
+        return self.lincomb(1.0, -1.0, other)  # x + (-1) y: x - y bitwise
+
+    def max_abs(self) -> float:
+        r""":math:`\max_i |f_i|` over every shard (NaN if any is NaN)."""
+        return float(np.max(np.array(self.loss._map("scores_max_abs", self.key))))
+
+
 class ShardedLine(LineFunction):
     r""":math:`\varphi(\eta) = \sum_k \varphi_k(\eta)`, each :math:`\varphi_k` kept on the worker
     of shard ``k`` with its :math:`X_k w` and :math:`X_k p`: a value or a one-sided derivative
@@ -1372,7 +1501,8 @@ class ShardedLine(LineFunction):
 
     cheap_derivative = True
 
-    def __init__(self, loss: ShardedLoss, w: np.ndarray, p: np.ndarray, key: int):
+    def __init__(self, loss: ShardedLoss, w: np.ndarray, p: np.ndarray, key: int,
+                 scores=None):
         self.loss, self.key = loss, key
         # the driver keeps w and p only to reopen the line on a rebuilt shard
         self.w, self.p = np.array(w, dtype=np.float64), np.array(p, dtype=np.float64)
@@ -1382,7 +1512,12 @@ class ShardedLine(LineFunction):
         # finalizer: one could run on the client's event-loop thread and block it)
         live = set(loss._open_lines.keys())
         drop = [k for k in loss._opened if k not in live]
-        facts = loss._map("open_line", key, self.w, self.p, drop, loss._take_dead_duals())
+        if scores is None:
+            facts = loss._map("open_line", key, self.w, self.p, drop, loss._take_dead_duals())
+        else:  # through kept scores (ShardedLoss.restrict_scores): a rebuilt shard reopens
+            # it from w and p (_rebuild_lost)
+            facts = loss._map("open_line_scores", key, *scores, drop, loss._take_dead_duals(),
+                              loss._take_dead_scores())
         loss._opened = [k for k in loss._opened if k in live] + [key]
         loss._open_lines[key] = self
         #: the shards' lines know their breakpoints (hinge-type and smooth scalar losses)

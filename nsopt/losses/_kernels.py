@@ -294,6 +294,9 @@ novelty_value, novelty_grad = elementwise("novelty")
 # kernel's output (``dot``), so the numbers are the same to the last bit.
 # Scores within rounding of a kink are snapped onto it as ``ScalarLine._snap`` does
 # (``kinks`` is (m, k), k = 0 without kinks; not at eta = 0).
+# ``start`` (value, derivative): the running sum's first value, a sharded sum continued
+# from the shards before (:mod:`nsopt.distributed`'s ordered reduction), as :func:`dot`'s;
+# 0.0 + x is x, so the default is the plain kernel bit for bit.
 # --------------------------------------------------------------------------------------
 _LINE_SNAP = """
         if eta == 0.0:
@@ -306,9 +309,9 @@ _LINE_SNAP = """
                     z = kj"""
 
 _LINE_SOURCE = """
-def {name}_line_derivative(f, q, y, c, kinks, eta, side{params}):
+def {name}_line_derivative(f, q, y, c, kinks, eta, side{params}, start=0.0):
     nk = kinks.shape[1]
-    s = 0.0
+    s = start
     for i in range(f.shape[0]):
         qi = q[i]
         sd = side * (1.0 if qi > 0.0 else (-1.0 if qi < 0.0 else 0.0))
@@ -317,8 +320,8 @@ def {name}_line_derivative(f, q, y, c, kinks, eta, side{params}):
     return s
 
 
-def {name}_line_value(f, q, y, c, eta{params}):
-    v = 0.0
+def {name}_line_value(f, q, y, c, eta{params}, start=0.0):
+    v = start
     for i in range(f.shape[0]):
         v += c[i] * {name}(f[i] + eta * q[i], y[i], 0.0{params})[0]
     return v
@@ -348,7 +351,9 @@ def line_kernels(name: str, *params: str):
     ``f + eta q``, no scores allocated), ``derivative(f, q, y, c, kinks, eta, side, *params)
     -> phi'`` and ``value_and_derivative(...) -> (phi, phi')``, compiled (from source, as
     :func:`elementwise`). ``side`` (+1 or -1) times ``sign(q_i)`` picks example i's one-sided
-    derivative; the value is the value kernel's at the unsnapped scores ``f + eta q``."""
+    derivative; the value is the value kernel's at the unsnapped scores ``f + eta q``. The
+    value and derivative kernels take the running sum's first value last (after
+    ``*params``): ``start=0.0``."""
     extra = "".join(", " + p for p in params)
     slope_name = name + "_slope"
     namespace = {"__name__": __name__, name: globals()[name]}

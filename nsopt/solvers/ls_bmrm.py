@@ -37,8 +37,23 @@ def _amplified(eta, f_t, f_b) -> bool:
     of 3.5e13 along a direction of size 1e-16 moved the kept scores by 7.5e-3)."""
     if not (math.isfinite(eta) and eta > 1.0) or f_b.size == 0:
         return False
-    size = float(np.max(np.abs(f_t))) + float(np.max(np.abs(f_b)))
+    size = _max_abs(f_t) + _max_abs(f_b)
     return eta * 4.0 * np.finfo(np.float64).eps * size > _SCORES_RTOL * (1.0 + size)
+
+
+def _max_abs(f) -> float:
+    r""":math:`\max_i |f_i|` of kept scores: an array's, or the scores' own ``max_abs`` where
+    they are kept elsewhere (:mod:`nsopt.distributed`: on the shards)."""
+    own = getattr(f, "max_abs", None)
+    return float(own()) if own is not None else float(np.max(np.abs(f)))
+
+
+def _combine(a, x, b, y, out=None):
+    """:math:`a x + b y` of kept scores: :func:`~nsopt._linalg.lincomb`, or the scores' own
+    ``lincomb`` where they are kept elsewhere (:mod:`nsopt.distributed`: combined on the
+    shards, by the same operations)."""
+    own = getattr(x, "lincomb", None)
+    return lincomb(a, x, b, y, out=out) if own is None else own(a, b, y, out=out)
 
 
 def _line_search(line, guess: float = 1.0) -> LineSearchResult:
@@ -48,7 +63,7 @@ def _line_search(line, guess: float = 1.0) -> LineSearchResult:
     return res if res is not None else exact_line_search(line, lo=0.0)
 
 
-def _plane_scores(s):
+def _plane_scores(problem, s):
     """The kept scores of the query point when its plane may be taken from them: only where
     the certificate is a dual point (``bundle.evidence_kind == "dual"``: margin losses, whose
     bound is rebuilt from ``t`` alone, any ``t`` in the box being valid). Where the evidence
@@ -58,8 +73,11 @@ def _plane_scores(s):
     :math:`Xw_c` by rounding, which at a kink (a LAD residual of zero at an LP vertex) flips
     the subgradient, and with L1 the rebuilt aggregate then leaves the conjugate's domain
     (found: 4 of 36 small LAD + L1 runs, at least 12 of 36 with an intercept: bounds that
-    ``check`` recomputed as -inf)."""
-    return s.scores_query if s.bundle.evidence_kind == "dual" else None
+    ``check`` recomputed as -inf). A loss whose query-point evidence becomes a dual point in
+    the certificate (``certifies_by_dual_point``: a sharded margin loss) counts as dual."""
+    dual = (s.bundle.evidence_kind == "dual"
+            or bool(getattr(problem.loss, "certifies_by_dual_point", False)))
+    return s.scores_query if dual else None
 
 
 @register
@@ -182,7 +200,7 @@ class LSBMRM(Solver):
 
     def step(self, problem, s):                                          # [TVSL10, Alg. 3, l. 4]
         return self._update(problem, s, problem.evaluate(s.w_query,
-                                                         scores=_plane_scores(s)))
+                                                         scores=_plane_scores(problem, s)))
 
     def _update(self, problem, s, ev):
         w_b, fun_b, f_b = s.w_best, s.fun_best, s.scores_best
@@ -226,7 +244,7 @@ class LSBMRM(Solver):
                         w_new = np.multiply(d, eta, out=d)
                         w_b, fun_b = freeze(np.add(w_new, w_b, out=w_new)), fun_new
                         if q is not None:  # the same combination of the scores
-                            f_b = np.add(np.multiply(q, eta, out=q), f_b, out=q)
+                            f_b = _combine(eta, q, 1.0, f_b, out=q)
                 if f_b is None and f_t is not None:  # the fresh line: w_b's scores again
                     f_b = self._scores(problem, w_b)
                 del d, line  # no longer needed (d's buffer may now be w_b's)
@@ -242,7 +260,7 @@ class LSBMRM(Solver):
             w_t.flags.writeable = True
             w_c = lincomb(1.0 - theta, w_b, theta, w_t, out=w_t)
             if f_t is not None:
-                f_c = lincomb(1.0 - theta, f_b, theta, f_t, out=f_t)
+                f_c = _combine(1.0 - theta, f_b, theta, f_t, out=f_t)
         del w_t, f_t
         freeze(w_c)  # read-only: the oracle keeps it without a copy
         improved = m.dual_value >= s.lower_bound
