@@ -181,8 +181,14 @@ def iteration_table(name, make_problem, iters, certify, repeats=1):
             finally:
                 client.close()
                 client.cluster.close()
+    _print_speedups((("", per), (" without the certificate", loop)), repeats)
+
+
+def _print_speedups(tables, repeats):
+    """For bmrm and proximal-bundle, each ``(label, table)``: the ratio of the medians of the
+    1-worker and 2-worker times (``table[(method, n)]``), and the ratio of every round."""
     for method in ("bmrm", "proximal-bundle"):
-        for label, table in (("", per), (" without the certificate", loop)):
+        for label, table in tables:
             ratios = [a / b for a, b in zip(table[(method, 1)], table[(method, 2)])]
             one, two = (statistics.median(table[(method, n)]) for n in (1, 2))
             print(f"  {method:16s} speed-up 2 vs 1 worker{label}: {one / two:.2f}x "
@@ -216,12 +222,7 @@ def certified_table(name, make_problem, rtol, repeats):
             finally:
                 client.close()
                 client.cluster.close()
-    for method in ("bmrm", "proximal-bundle"):
-        for label, table in (("per iteration", per_it), ("per run", per_run)):
-            ratios = [a / b for a, b in zip(table[(method, 1)], table[(method, 2)])]
-            one, two = (statistics.median(table[(method, n)]) for n in (1, 2))
-            print(f"  {method:16s} speed-up 2 vs 1 worker {label}: {one / two:.2f}x "
-                  f"(medians of {repeats}; per round {' '.join(f'{r:.2f}' for r in ratios)})")
+    _print_speedups(((" per iteration", per_it), (" per run", per_run)), repeats)
 
 
 def traffic_table(name, make_problem, iters, n_shards=(2, 4)):
