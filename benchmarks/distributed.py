@@ -316,7 +316,7 @@ def reduction_table(X, y, reps, iters, n_shards=(2, 8)):
     reductions alternated in 3 rounds, ratio per round), round trips and bytes per call
     (exact), ms per iteration of bmrm and subbfgs; then every method's largest relative
     difference from the one-machine run after ``iters`` iterations (0 = bitwise)."""
-    print(f"\na9a (hinge, lam = 1e-4): reduction 'ordered' vs 'parallel', 2 workers")
+    print("\na9a (hinge, lam = 1e-4): reduction 'ordered' vs 'parallel', 2 workers")
     J = nsopt.RegularizedRisk(nsopt.losses.Hinge(X, y), nsopt.regularizers.L2(), 1e-4)
     rng = np.random.default_rng(0)
     w, p = 0.01 * rng.normal(size=J.dim), rng.normal(size=J.dim)
