@@ -97,7 +97,9 @@ def test_lean_layouts_give_the_same_run(intercept, monkeypatch):
 
     J = _problem("squared-hinge", seed=9, lam=1e-3, intercept=intercept)
     a = nsopt.minimize(J, method="newton-cg", rtol=1e-10)
-    monkeypatch.setattr(ncg, "_DENSE_SHARE", 1.01)     # never dense: rows and columns
+    assert ncg._dense_share(_Loop(J)) == 0.0           # dense data: syrk on a dense copy
+    monkeypatch.setattr(ncg, "_SYRK_ADVANTAGE", 0.0)   # never dense: rows and columns
+    assert ncg._dense_share(_Loop(J)) is None
     b = nsopt.minimize(J, method="newton-cg", rtol=1e-10)
     assert a.success and b.success
     np.testing.assert_allclose(a.x, b.x, rtol=1e-8, atol=1e-10)

@@ -14,7 +14,7 @@ from numba import njit
 
 from ._newton_cd_kernels import SQUARED_HINGE
 
-__all__ = ["hess_vec", "margin_terms_conj", "line_terms"]
+__all__ = ["hess_vec", "margin_terms_conj", "line_terms", "row_scores", "row_gradient"]
 
 
 @njit(cache=True, inline="always")
@@ -98,3 +98,35 @@ def hess_vec(indptr, indices, data, D, v, has_b, u, out):
         out[j] = acc
     if has_b:
         out[d] = sb
+
+
+@njit(cache=True)
+def row_scores(indptr, indices, data, w, has_b, z):
+    r"""``z`` :math:`= Xw` (+ b, ``w[d]``) from the rows (CSR): one gather per row, the
+    dense-Hessian model's layout (the columns' scatter of
+    :func:`~nsopt.solvers._newton_cd_kernels.scores` writes all over ``z``)."""
+    m = indptr.size - 1
+    b = w[w.size - 1] if has_b else 0.0
+    for i in range(m):
+        acc = b
+        for k in range(indptr[i], indptr[i + 1]):
+            acc += data[k] * w[indices[k]]
+        z[i] = acc
+
+
+@njit(cache=True)
+def row_gradient(indptr, indices, data, v, has_b, out):
+    r"""``out`` :math:`= -X^T v` (the intercept's entry, last, :math:`-\sum_i v_i`) from the
+    rows (CSR): the loss gradient at :math:`v = c\circ y\circ t`."""
+    m = indptr.size - 1
+    for j in range(out.size):
+        out[j] = 0.0
+    sb = 0.0
+    for i in range(m):
+        vi = v[i]
+        if vi != 0.0:
+            sb += vi
+            for k in range(indptr[i], indptr[i + 1]):
+                out[indices[k]] -= data[k] * vi
+    if has_b:
+        out[out.size - 1] = -sb

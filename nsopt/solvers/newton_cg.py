@@ -15,14 +15,16 @@ from numbers import Integral, Real
 from typing import NamedTuple
 
 import numpy as np
-import scipy.linalg
+import scipy.sparse as sp
+from scipy.linalg import lapack
 
 from .._validation import Interval, Option, Options
 from ..certificate import DualPoint, _one_blas_thread
-from ..regularizers import scaled_conjugate
+from ..regularizers import own_scaled_conjugate
 from . import _newton_cd_kernels as K
 from ._base import Solver
-from ._newton_cg_kernels import hess_vec, line_terms, margin_terms_conj
+from ._newton_cg_kernels import (hess_vec, line_terms, margin_terms_conj, row_gradient,
+                                 row_scores)
 from ._registry import register
 from .newton_cd import loss_kind, prepare, rebalance
 
@@ -35,9 +37,12 @@ _REFRESH = 8
 #: weight of the Hessian diagonal in the preconditioner :math:`(1-\alpha)I + \alpha\,
 #: \mathrm{diag}(H)` ([HCL18]_: 0.01)
 _PRECONDITIONER_MIX = 0.01
-#: with the dense model, X is kept as a dense array when its nonzeros are at least this share
-#: of its entries (the Hessian, scores and gradient then go through BLAS)
-_DENSE_SHARE = 0.5
+#: the dense Hessian's cost model: BLAS syrk on a dense copy (``m n^2 / 2`` multiply-adds,
+#: the scaling copy included) is taken over the rows' pairs of nonzeros (``sum_i n_i^2 / 2``,
+#: a compiled scatter) when it needs at most this many times their count. Measured on one
+#: thread (mushrooms, 8124 x 112, 21 nonzeros a row): 1.17 ns a pair against 0.072 ns a
+#: syrk entry, 16x; letter (16 dense columns) takes syrk, mushrooms (27x) and a9a (77x) rows
+_SYRK_ADVANTAGE = 16.0
 #: consecutive iterations without descent (rounding) before the run reports ``stationary``
 _MAX_FAILS = 3
 
@@ -198,6 +203,10 @@ class NewtonCG(Solver):
         linearization_error: float
         data: object               # newton_cd._Data
         dense: np.ndarray | None   # X as a dense m x n array (ones column last) on dense data
+        hess: np.ndarray | None    # X^T diag(hess_D) X (gram model), kept for its update
+        hess_D: np.ndarray | None  # the weights it holds
+        hess_updates: int          # updates since it was last built from scratch
+        updates: int               # updates over the run
 
     # ------------------------------------------------------------------------------------
     def init(self, problem, x0):
@@ -205,7 +214,7 @@ class NewtonCG(Solver):
         # there left OpenBLAS's worker spinning through the run's setup (letter, lam 1e-6,
         # 2 cores under load: the run took 3x its one-thread time)
         with _one_blas_thread():
-            data = prepare(problem, self.model, 0, dense_share=_DENSE_SHARE)
+            data = prepare(problem, self.model, 0, dense_share=_dense_share(problem))
             dense = data.dense
             w = np.array(x0, dtype=np.float64)
             # the fallback answer F(x0), one oracle call; at the usual x0 = 0 the scores are
@@ -219,10 +228,12 @@ class NewtonCG(Solver):
 
     @staticmethod
     def _scores(data, dense, w):
-        """:math:`Xw` (+ b): BLAS on dense data, else over the columns (CSC)."""
+        """:math:`Xw` (+ b): BLAS on dense data, else over the rows (CSR)."""
         if dense is not None:
             return dense @ w
-        return K.scores(data.indptr, data.indices, data.values, w, data.has_b, data.y.size)
+        z = np.empty(data.y.size)
+        row_scores(*data.rows, w, data.has_b, z)
+        return z
 
     def _at(self, problem, data, w, z, s, dense=None, terms=None):
         """The state at ``w`` with scores ``z``: loss, dual point, gradient pass, bound.
@@ -240,6 +251,9 @@ class NewtonCG(Solver):
         cyt = data.c * data.y * t
         if dense is not None:     # the Hessian's diagonal is not used with the dense model
             grad, hdiag = -(cyt @ dense), np.zeros(n)
+        elif data.gram:
+            grad, hdiag = np.empty(n), np.zeros(n)
+            row_gradient(*data.rows, cyt, data.has_b, grad)
         else:
             grad, hdiag = np.empty(n), np.empty(n)
             K.grad_hess(data.indptr, data.indices, data.values, cyt, D, data.has_b, 0.0, grad,
@@ -256,7 +270,8 @@ class NewtonCG(Solver):
         if s is None:
             return self.State(**fields, cg_iterations=0, halvings=0, fails=0, n_steps=0,
                               stationary=False, subgradient_norm=math.nan,
-                              linearization_error=math.nan, data=data, dense=dense)
+                              linearization_error=math.nan, data=data, dense=dense,
+                              hess=None, hess_D=None, hess_updates=0, updates=0)
         return s._replace(**fields)
 
     @staticmethod
@@ -280,7 +295,7 @@ class NewtonCG(Solver):
         else:
             b = -float(K.conjugate_sum(kind, 1.0, t, data.c))
         with np.errstate(over="ignore", invalid="ignore"):
-            conj = scaled_conjugate(problem.reg, a, lam)
+            conj = own_scaled_conjugate(problem.reg, a, lam)
         if not (math.isfinite(conj) and math.isfinite(b)):
             return -math.inf, None
         return b - conj, DualPoint(t, plane=(a, b))
@@ -295,7 +310,10 @@ class NewtonCG(Solver):
         data, lam = s.data, problem.lam
         w, g = s.w, s.grad
         if data.gram:
-            direction, iters = self._dense_direction(data, s, lam), 0
+            H, updated = self._loss_hessian(data, s)
+            s = s._replace(hess=H, hess_D=s.D, hess_updates=s.hess_updates + 1 if updated else 0,
+                           updates=s.updates + updated)
+            direction, iters = self._dense_direction(data, s, H, lam), 0
         else:
             direction, iters = self._cg_direction(data, s, lam)
         q = self._scores(data, s.dense, direction)
@@ -334,22 +352,54 @@ class NewtonCG(Solver):
         return s._replace(**counts, fails=0)
 
     @staticmethod
-    def _dense_direction(data, s, lam):
-        """The exact Newton step from the dense Hessian (Cholesky; least squares when the
-        intercept's curvature vanishes)."""
-        d, n = data.d, s.w.size
-        if s.dense is not None:   # dense data: BLAS (letter: ~20x the row kernel's speed)
-            B = s.dense * np.sqrt(s.D)[:, None]
-            H = B.T @ B           # numpy's syrk for a product with its own transpose
+    def _loss_hessian(data, s):
+        r"""The loss's Hessian :math:`X^T \mathrm{diag}(D) X` at the state's weights ``s.D``
+        (the intercept's column of ones last), and whether it was an update.
+
+        Built from scratch over the rows of nonzero weight: on the dense copy by BLAS syrk
+        (:math:`B^T B`, :math:`B = \sqrt{D} X`), else from the sparse rows by
+        :func:`~nsopt.solvers._newton_cd_kernels.gram` (:math:`\sum_i n_i^2/2` multiply-adds);
+        :func:`_dense_share` chose between them. When fewer rows changed weight since the last
+        Hessian than have a nonzero weight now (the squared hinge's generalised Hessian, whose
+        weights are :math:`c_i` or 0: only the rows that cross the margin change), it is
+        updated instead, :math:`H + X_S^T \mathrm{diag}(D_S - D'_S) X_S` over the changed
+        rows :math:`S`, and built again after ``_REFRESH`` updates (no drift)."""
+        D, dense = s.D, s.dense
+        if s.hess is not None and s.hess_updates < _REFRESH:
+            delta = D - s.hess_D
+            changed = np.flatnonzero(delta)
+            if changed.size < np.count_nonzero(D):
+                if dense is None:
+                    return s.hess + _row_gram(data, delta), True
+                H = s.hess.copy()
+                dc = delta[changed]
+                for rows, sign in ((changed[dc > 0], 1.0), (changed[dc < 0], -1.0)):
+                    if rows.size:
+                        B = dense[rows] * np.sqrt(np.abs(delta[rows]))[:, None]
+                        H += sign * (B.T @ B)
+                return H, True
+        if dense is None:
+            return _row_gram(data, D), False
+        active = np.flatnonzero(D)
+        if active.size == D.size:
+            B = dense * np.sqrt(D)[:, None]
         else:
-            pos = np.arange(d, dtype=np.int64)
-            H = K.gram(*data.rows, s.D, pos, n, d if data.has_b else -1, 0.0)
-        H[np.diag_indices_from(H)] += lam * data.pen
-        try:
-            return scipy.linalg.cho_solve(scipy.linalg.cho_factor(H, check_finite=False),
-                                          -s.grad, check_finite=False)
-        except (np.linalg.LinAlgError, ValueError):
-            return np.linalg.lstsq(H, -s.grad, rcond=None)[0]
+            B = dense[active] * np.sqrt(D[active])[:, None]
+        return B.T @ B, False    # numpy's syrk for a product with its own transpose
+
+    @staticmethod
+    def _dense_direction(data, s, H, lam):
+        r"""The exact Newton step :math:`(H + \lambda P) d = -g` (Cholesky, LAPACK's posv;
+        least squares when the intercept's curvature vanishes)."""
+        n = s.w.size
+        A = H.copy()
+        A.flat[::n + 1] += lam * data.pen
+        _, x, info = lapack.dposv(A, -s.grad, lower=0, overwrite_a=1, overwrite_b=0)
+        if info == 0 and np.all(np.isfinite(x)):
+            return x
+        A = H.copy()
+        A.flat[::n + 1] += lam * data.pen
+        return np.linalg.lstsq(A, -s.grad, rcond=None)[0]
 
     def _cg_direction(self, data, s, lam):
         r"""Preconditioned conjugate gradient on :math:`Hd = -g` ([HCL18]_'s diagonal mix),
@@ -387,4 +437,33 @@ class NewtonCG(Solver):
 
     def info(self, s):
         return {"cg_iterations": s.cg_iterations, "line_search_halvings": s.halvings,
-                "model": "gram" if s.data.gram else "cg"}
+                "model": "gram" if s.data.gram else "cg", "hessian_updates": s.updates}
+
+
+def _row_gram(data, D):
+    r""":math:`X^T \mathrm{diag}(D) X` from the sparse rows (rows of zero weight skipped)."""
+    n = data.d + int(data.has_b)
+    return K.gram(*data.rows, D, np.arange(data.d, dtype=np.int64), n,
+                  data.d if data.has_b else -1, 0.0)
+
+
+def _dense_share(problem):
+    r"""``prepare``'s ``dense_share`` by the dense Hessian's cost model: 0 (X kept dense, the
+    Hessian by BLAS syrk, :math:`m n(n+1)/2` multiply-adds) when that is at most
+    ``_SYRK_ADVANTAGE`` times the rows' pairs of nonzeros (:math:`\sum_i n_i(n_i+1)/2`, the
+    sparse rows' kernel), else None (the sparse rows). ``n`` counts the intercept's column of
+    ones, a nonzero in every row."""
+    risk = problem.problem
+    base = risk.base_loss
+    X = base.data.X
+    has_b = int(bool(risk.fit_intercept))
+    m = int(X.shape[0])
+    n = int(base.dim) + has_b
+    if sp.issparse(X):
+        per_row = np.diff(base.data.csr.indptr).astype(np.float64)
+    else:
+        per_row = np.count_nonzero(np.asarray(X), axis=1).astype(np.float64)
+    per_row += has_b
+    pairs = 0.5 * float(per_row @ (per_row + 1.0))
+    syrk = 0.5 * m * n * (n + 1.0)
+    return 0.0 if syrk <= _SYRK_ADVANTAGE * pairs else None
