@@ -34,6 +34,8 @@ __all__ = ["NewtonCG"]
 _SIGMA, _MAX_HALVINGS = 0.01, 30
 #: scores recomputed from ``w`` every this many iterations (no drift from the updates)
 _REFRESH = 8
+#: the dense Hessian is built from scratch again after this many updates (no drift)
+_MAX_UPDATES = 8
 #: weight of the Hessian diagonal in the preconditioner :math:`(1-\alpha)I + \alpha\,
 #: \mathrm{diag}(H)` ([HCL18]_: 0.01)
 _PRECONDITIONER_MIX = 0.01
@@ -45,6 +47,11 @@ _PRECONDITIONER_MIX = 0.01
 _SYRK_ADVANTAGE = 16.0
 #: consecutive iterations without descent (rounding) before the run reports ``stationary``
 _MAX_FAILS = 3
+#: line search, expansion: when the full step is accepted and its decrease is more than
+#: _EXPAND_FIT times its quadratic model's -g^T d / 2 (F flatter along d than the model: the
+#: logistic loss far from the optimum), the steps 2, 4, ... (at most _MAX_BETA) are tried
+#: while F keeps decreasing
+_EXPAND_FIT, _MAX_BETA = 1.1, 64.0
 
 
 @register
@@ -207,6 +214,7 @@ class NewtonCG(Solver):
         hess_D: np.ndarray | None  # the weights it holds
         hess_updates: int          # updates since it was last built from scratch
         updates: int               # updates over the run
+        expansions: int            # line-search doublings past the full step
 
     # ------------------------------------------------------------------------------------
     def init(self, problem, x0):
@@ -271,7 +279,8 @@ class NewtonCG(Solver):
             return self.State(**fields, cg_iterations=0, halvings=0, fails=0, n_steps=0,
                               stationary=False, subgradient_norm=math.nan,
                               linearization_error=math.nan, data=data, dense=dense,
-                              hess=None, hess_D=None, hess_updates=0, updates=0)
+                              hess=None, hess_D=None, hess_updates=0, updates=0,
+                              expansions=0)
         return s._replace(**fields)
 
     @staticmethod
@@ -322,7 +331,7 @@ class NewtonCG(Solver):
         wd = float((w * pen) @ direction)
         dd = float((direction * pen) @ direction)
         ww = float((w * pen) @ w)
-        beta, halvings, accepted = 1.0, 0, False
+        beta, halvings, accepted, expansions = 1.0, 0, False, 0
         m = data.y.size
         z_try, t, D = np.empty(m), np.empty(m), np.empty(m)
         if slope < 0:
@@ -335,8 +344,20 @@ class NewtonCG(Solver):
                     break
                 beta *= 0.5
                 halvings += 1
+            if accepted and beta == 1.0 and s.fun - f_try > _EXPAND_FIT * -0.5 * slope:
+                # longer steps while F keeps decreasing (O(m) each from the kept scores)
+                z2, t2, D2 = np.empty(m), np.empty(m), np.empty(m)
+                while beta < _MAX_BETA:
+                    b2 = 2.0 * beta
+                    reg2 = 0.5 * lam * (ww + 2.0 * b2 * wd + b2 * b2 * dd)
+                    loss2, conj2 = line_terms(data.kind, s.z, q, b2, data.y, data.c, z2, t2, D2)
+                    if not loss2 + reg2 < f_try:
+                        break
+                    beta, f_try, loss, conj = b2, loss2 + reg2, loss2, conj2
+                    z_try, z2, t, t2, D, D2 = z2, z_try, t2, t, D2, D
+                    expansions += 1
         counts = dict(n_steps=s.n_steps + 1, cg_iterations=s.cg_iterations + iters,
-                      halvings=s.halvings + halvings)
+                      halvings=s.halvings + halvings, expansions=s.expansions + expansions)
         if not accepted:                      # no descent: exact scores, try again
             fails = s.fails + 1
             z = self._scores(data, s.dense, w)
@@ -363,9 +384,9 @@ class NewtonCG(Solver):
         Hessian than have a nonzero weight now (the squared hinge's generalised Hessian, whose
         weights are :math:`c_i` or 0: only the rows that cross the margin change), it is
         updated instead, :math:`H + X_S^T \mathrm{diag}(D_S - D'_S) X_S` over the changed
-        rows :math:`S`, and built again after ``_REFRESH`` updates (no drift)."""
+        rows :math:`S`, and built again after ``_MAX_UPDATES`` updates (no drift)."""
         D, dense = s.D, s.dense
-        if s.hess is not None and s.hess_updates < _REFRESH:
+        if s.hess is not None and s.hess_updates < _MAX_UPDATES:
             delta = D - s.hess_D
             changed = np.flatnonzero(delta)
             if changed.size < np.count_nonzero(D):
@@ -437,7 +458,8 @@ class NewtonCG(Solver):
 
     def info(self, s):
         return {"cg_iterations": s.cg_iterations, "line_search_halvings": s.halvings,
-                "model": "gram" if s.data.gram else "cg", "hessian_updates": s.updates}
+                "model": "gram" if s.data.gram else "cg", "hessian_updates": s.updates,
+                "line_search_expansions": s.expansions}
 
 
 def _row_gram(data, D):
