@@ -2,8 +2,10 @@ r"""Compiled kernels of the L2 truncated Newton solver (:class:`~.newton_cg.Newt
 Hessian-vector product of the loss, :math:`X^T \mathrm{diag}(D)\, X v`, in two passes over the
 columns (CSC; the intercept, when present, is column ``d`` of ones and is not stored), and the
 per-example terms at the scores with the dual point's conjugate sum from the same
-exponentials (:func:`margin_terms_conj`, :func:`line_terms`). The other kernels (scores,
-gradient, dense Hessian) are newton-cd's (:mod:`nsopt.solvers._newton_cd_kernels`).
+exponentials (:func:`margin_terms_conj`, :func:`line_terms`), and the scores and the
+gradient from the rows (CSR: :func:`row_scores`, :func:`row_gradient`) for the sparse
+dense-Hessian model. The other kernels (the columns' scores and gradient, the dense Hessian
+from the rows) are newton-cd's (:mod:`nsopt.solvers._newton_cd_kernels`).
 """
 from __future__ import annotations
 
