@@ -408,3 +408,22 @@ def test_line_search_expansion_saves_steps(monkeypatch):
     assert a.nit < b.nit
     assert a.certificate.check(J) <= a.fun + 1e-12 * abs(a.fun)
     assert a.fun == pytest.approx(b.fun, rel=1e-5)
+
+
+@pytest.mark.parametrize("intercept", [False, True])
+def test_sparse_gram_model_reads_the_rows_only(intercept):
+    """The sparse dense-Hessian model (scores, gradient and Hessian from the rows) builds no
+    CSC columns but for the intercept's rebalancing, and its run equals the one that has
+    them."""
+    from nsopt.solvers.newton_cd import prepare
+
+    Xs = sp.random(200, 60, density=0.05, random_state=2, format="csr")
+    y = np.where(np.random.default_rng(2).random(200) < 0.5, 1.0, -1.0)
+    J = nsopt.RegularizedRisk(L.Logistic(Xs, y), R.L2(), 1e-4, fit_intercept=intercept)
+    lean = prepare(_Loop(J), "auto", 0, columns=False)
+    assert lean.gram and lean.dense is None and lean.rows[1].size == Xs.nnz
+    assert (lean.indices.size == Xs.nnz) == intercept
+    res = nsopt.minimize(J, method="newton-cg", rtol=1e-9)
+    ref = nsopt.minimize(J, method="newton-cg", rtol=1e-9, model="cg")
+    assert res.success and res.info["model"] == "gram" and ref.success
+    assert res.fun == pytest.approx(ref.fun, rel=1e-8)

@@ -239,7 +239,8 @@ class NewtonCG(Solver):
         # there left OpenBLAS's worker spinning through the run's setup (letter, lam 1e-6,
         # 2 cores under load: the run took 3x its one-thread time)
         with _one_blas_thread():
-            data = prepare(problem, self.model, 0, dense_share=_dense_share(problem))
+            data = prepare(problem, self.model, 0, dense_share=_dense_share(problem),
+                           columns=False)
             dense = data.dense
             w = np.array(x0, dtype=np.float64)
             # the fallback answer F(x0), one oracle call; at the usual x0 = 0 the scores are
