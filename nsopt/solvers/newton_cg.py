@@ -39,9 +39,10 @@ _MAX_UPDATES = 8
 #: weight of the Hessian diagonal in the preconditioner :math:`(1-\alpha)I + \alpha\,
 #: \mathrm{diag}(H)` ([HCL18]_: 0.01)
 _PRECONDITIONER_MIX = 0.01
-#: the dense Hessian's cost model: BLAS syrk on a dense copy (``m n^2 / 2`` multiply-adds,
-#: the scaling copy included) is taken over the rows' pairs of nonzeros (``sum_i n_i^2 / 2``,
-#: a compiled scatter) when it needs at most this many times their count. Measured on one
+#: the dense Hessian's cost model: BLAS syrk on a dense copy (``m n(n+1)/2`` multiply-adds,
+#: the scaling copy included) is taken over the rows' pairs of nonzeros
+#: (``sum_i n_i(n_i+1)/2``, a compiled scatter) when it needs at most this many times their
+#: count (:func:`_dense_share`). Measured on one
 #: thread (mushrooms, 8124 x 112, 21 nonzeros a row): 1.17 ns a pair against 0.072 ns a
 #: syrk entry, 16x; letter (16 dense columns) takes syrk, mushrooms (27x) and a9a (77x) rows
 _SYRK_ADVANTAGE = 16.0
@@ -397,7 +398,7 @@ class NewtonCG(Solver):
 
         Built from scratch over the rows of nonzero weight: on the dense copy by BLAS syrk
         (:math:`B^T B`, :math:`B = \sqrt{D} X`), else from the sparse rows by
-        :func:`~nsopt.solvers._newton_cd_kernels.gram` (:math:`\sum_i n_i^2/2` multiply-adds);
+        :func:`~nsopt.solvers._newton_cd_kernels.gram` (:math:`\sum_i n_i(n_i+1)/2` adds);
         :func:`_dense_share` chose between them. When fewer rows changed weight since the last
         Hessian than have a nonzero weight now (the squared hinge's generalised Hessian, whose
         weights are :math:`c_i` or 0: only the rows that cross the margin change), it is
