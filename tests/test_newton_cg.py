@@ -97,7 +97,9 @@ def test_lean_layouts_give_the_same_run(intercept, monkeypatch):
 
     J = _problem("squared-hinge", seed=9, lam=1e-3, intercept=intercept)
     a = nsopt.minimize(J, method="newton-cg", rtol=1e-10)
-    monkeypatch.setattr(ncg, "_DENSE_SHARE", 1.01)     # never dense: rows and columns
+    assert ncg._dense_share(_Loop(J)) == 0.0           # dense data: syrk on a dense copy
+    monkeypatch.setattr(ncg, "_SYRK_ADVANTAGE", 0.0)   # never dense: rows and columns
+    assert ncg._dense_share(_Loop(J)) is None
     b = nsopt.minimize(J, method="newton-cg", rtol=1e-10)
     assert a.success and b.success
     np.testing.assert_allclose(a.x, b.x, rtol=1e-8, atol=1e-10)
@@ -278,3 +280,150 @@ def test_init_runs_on_one_blas_thread(monkeypatch):
     with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):   # tests run on 1
         res = nsopt.minimize(_problem("logistic", seed=2), method="newton-cg", rtol=1e-6)
     assert res.success and seen and set(seen) == {1}
+
+
+# ---------------------------------------------------------------- the dense Hessian
+
+def _hessian_data(seed, m, d, density, intercept, dense):
+    """``prepare``'s data in the dense-Hessian model, the dense copy (``dense``) or the sparse
+    rows, of a random X with the given share of nonzeros (empty rows and columns included)."""
+    from nsopt.solvers.newton_cd import prepare
+
+    rng = np.random.default_rng(seed)
+    X = np.where(rng.random((m, d)) < density, rng.standard_normal((m, d)), 0.0)
+    X[rng.random(m) < 0.2] = 0.0                       # empty rows
+    X[:, rng.random(d) < 0.2] = 0.0                    # empty columns
+    y = rng.choice([-1.0, 1.0], m)
+    J = nsopt.RegularizedRisk(L.SquaredHinge(sp.csr_matrix(X), y), R.L2(), 1e-2,
+                              fit_intercept=intercept)
+    data = prepare(_Loop(J), "gram", 0, dense_share=0.0 if dense else None)
+    assert (data.dense is not None) == dense
+    Xb = np.hstack([X, np.ones((m, 1))]) if intercept else X
+    return data, Xb, rng
+
+
+def _hessian_state(data, D, hess=None, hess_D=None, updates=0):
+    from types import SimpleNamespace
+    return SimpleNamespace(D=D, dense=data.dense, hess=hess, hess_D=hess_D,
+                           hess_updates=updates)
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000), m=st.integers(1, 40), d=st.integers(1, 9),
+       density=st.sampled_from([0.0, 0.1, 0.5, 1.0]), intercept=st.booleans())
+def test_sparse_rows_hessian_equals_syrk(seed, m, d, density, intercept):
+    """X^T diag(D) X from the sparse rows' pairs of nonzeros equals BLAS syrk's on the dense
+    copy (and the plain product) to 1e-12 relative, at any sparsity, with empty rows and
+    columns, weights 0 among them, and the intercept's column of ones."""
+    from nsopt.solvers.newton_cg import NewtonCG
+
+    rows, Xb, rng = _hessian_data(seed, m, d, density, intercept, dense=False)
+    dense, _, _ = _hessian_data(seed, m, d, density, intercept, dense=True)
+    D = np.where(rng.random(m) < 0.3, 0.0, rng.uniform(0.0, 2.0, m))
+    H_rows, up1 = NewtonCG._loss_hessian(rows, _hessian_state(rows, D))
+    H_syrk, up2 = NewtonCG._loss_hessian(dense, _hessian_state(dense, D))
+    ref = Xb.T @ (D[:, None] * Xb)
+    scale = max(float(np.abs(ref).max()), 1e-300)
+    assert not up1 and not up2
+    assert np.abs(H_rows - H_syrk).max() <= 1e-12 * scale
+    assert np.abs(H_rows - ref).max() <= 1e-12 * scale
+    assert np.array_equal(H_rows, H_rows.T)
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 10_000), dense=st.booleans(), intercept=st.booleans())
+def test_hessian_updates_equal_the_rebuilt_hessian(seed, dense, intercept):
+    """The squared hinge's weights c_i or 0: a Hessian updated from the rows that changed
+    weight equals the one built from scratch to 1e-12 relative, through a chain of updates
+    (rows entering and leaving), on the dense copy and on the sparse rows."""
+    from nsopt.solvers.newton_cg import NewtonCG
+
+    m = 60
+    data, Xb, rng = _hessian_data(seed, m, 7, 0.5, intercept, dense)
+    c = rng.uniform(0.2, 3.0, m)
+    active = rng.random(m) < 0.7
+    D = np.where(active, c, 0.0)
+    H, _ = NewtonCG._loss_hessian(data, _hessian_state(data, D))
+    for k in range(5):
+        active = active ^ (rng.random(m) < 0.1)
+        active[k] = not active[k]                      # at least one row changes
+        D_new = np.where(active, c, 0.0)
+        H, updated = NewtonCG._loss_hessian(data, _hessian_state(data, D_new, H, D, k))
+        ref = Xb.T @ (D_new[:, None] * Xb)
+        assert updated == (np.count_nonzero(D_new != D) < np.count_nonzero(D_new))
+        assert np.abs(H - ref).max() <= 1e-12 * max(float(np.abs(ref).max()), 1e-300)
+        D = D_new
+
+
+def test_hessian_updates_give_the_same_run(monkeypatch):
+    """The squared hinge's run with its Hessian updated from the changed rows reaches the
+    result of the run that builds every Hessian from scratch; both proven."""
+    import nsopt.solvers.newton_cg as ncg
+
+    J = _problem("squared-hinge", seed=4, lam=1e-4, m=200, d=8)
+    a = nsopt.minimize(J, method="newton-cg", rtol=1e-10)
+    monkeypatch.setattr(ncg, "_MAX_UPDATES", 0)
+    b = nsopt.minimize(J, method="newton-cg", rtol=1e-10)
+    assert a.success and b.success
+    assert a.info["hessian_updates"] > 0 and b.info["hessian_updates"] == 0
+    assert a.nit == b.nit
+    np.testing.assert_allclose(a.x, b.x, rtol=1e-8, atol=1e-10)
+    assert a.certificate.check(J) <= a.fun + 1e-12 * abs(a.fun)
+
+
+def test_dense_hessian_cost_model():
+    """syrk on a dense copy when its m n(n+1)/2 is at most 16x the rows' pairs (dense data),
+    the sparse rows otherwise (few nonzeros a row among many columns); the intercept counts
+    as a nonzero column in every row."""
+    from nsopt.solvers.newton_cg import _dense_share
+
+    rng = np.random.default_rng(0)
+    y = rng.choice([-1.0, 1.0], 300)
+    dense = nsopt.RegularizedRisk(L.Logistic(rng.standard_normal((300, 8)), y), R.L2(), 1e-3)
+    assert _dense_share(_Loop(dense)) == 0.0
+    Xs = sp.random(300, 200, density=3 / 200, random_state=1, format="csr")
+    sparse = nsopt.RegularizedRisk(L.Logistic(Xs, y), R.L2(), 1e-3)
+    assert _dense_share(_Loop(sparse)) is None
+    # 4 of 8 columns a row: 300*8*9/2 = 10800 <= 16 * 300*4*5/2 = 48000
+    X4 = np.where(np.arange(8) % 2 == 0, rng.standard_normal((300, 8)), 0.0)
+    half = nsopt.RegularizedRisk(L.Logistic(sp.csr_matrix(X4), y), R.L2(), 1e-3)
+    assert _dense_share(_Loop(half)) == 0.0
+
+
+def test_line_search_expansion_saves_steps(monkeypatch):
+    """Separable data at a small lam (the logistic loss flatter along the Newton direction
+    than its model): the line search doubles past the full step, and the run proves the gap
+    in fewer Newton steps than without the doubling."""
+    import nsopt.solvers.newton_cg as ncg
+
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((300, 6))
+    y = np.where(X @ rng.standard_normal(6) >= 0, 1.0, -1.0)
+    J = nsopt.RegularizedRisk(L.Logistic(X, y), R.L2(), 1e-6)
+    a = nsopt.minimize(J, method="newton-cg", rtol=1e-6)
+    monkeypatch.setattr(ncg, "_EXPAND_FIT", math.inf)
+    b = nsopt.minimize(J, method="newton-cg", rtol=1e-6)
+    assert a.success and b.success
+    assert a.info["line_search_expansions"] > 0 and b.info["line_search_expansions"] == 0
+    assert a.nit < b.nit
+    assert a.certificate.check(J) <= a.fun + 1e-12 * abs(a.fun)
+    assert a.fun == pytest.approx(b.fun, rel=1e-5)
+
+
+@pytest.mark.parametrize("intercept", [False, True])
+def test_sparse_gram_model_reads_the_rows_only(intercept):
+    """The sparse dense-Hessian model (scores, gradient and Hessian from the rows) builds no
+    CSC columns but for the intercept's rebalancing, and its run equals the one that has
+    them."""
+    from nsopt.solvers.newton_cd import prepare
+
+    Xs = sp.random(200, 60, density=0.05, random_state=2, format="csr")
+    y = np.where(np.random.default_rng(2).random(200) < 0.5, 1.0, -1.0)
+    J = nsopt.RegularizedRisk(L.Logistic(Xs, y), R.L2(), 1e-4, fit_intercept=intercept)
+    lean = prepare(_Loop(J), "auto", 0, columns=False)
+    assert lean.gram and lean.dense is None and lean.rows[1].size == Xs.nnz
+    assert (lean.indices.size == Xs.nnz) == intercept
+    res = nsopt.minimize(J, method="newton-cg", rtol=1e-9)
+    ref = nsopt.minimize(J, method="newton-cg", rtol=1e-9, model="cg")
+    assert res.success and res.info["model"] == "gram" and ref.success
+    assert res.fun == pytest.approx(ref.fun, rel=1e-8)

@@ -231,7 +231,7 @@ def test_numerical_error_on_nan(method, opts):
 @pytest.mark.parametrize("method,opts", CONFIGS, ids=CONFIG_IDS)
 def test_iterate_keeps_state_type(method, opts):
     J = _supported_case(method, opts)
-    solver = SOLVERS[method](max_iter=4, **opts)
+    solver = SOLVERS[method](max_iter=4, rtol=1e-12, **opts)
     states = list(solver.iterate(J))
     assert len(states) == 5  # init + 4 steps
     assert len({type(s) for s in states}) == 1

@@ -2,8 +2,10 @@ r"""Compiled kernels of the L2 truncated Newton solver (:class:`~.newton_cg.Newt
 Hessian-vector product of the loss, :math:`X^T \mathrm{diag}(D)\, X v`, in two passes over the
 columns (CSC; the intercept, when present, is column ``d`` of ones and is not stored), and the
 per-example terms at the scores with the dual point's conjugate sum from the same
-exponentials (:func:`margin_terms_conj`, :func:`line_terms`). The other kernels (scores,
-gradient, dense Hessian) are newton-cd's (:mod:`nsopt.solvers._newton_cd_kernels`).
+exponentials (:func:`margin_terms_conj`, :func:`line_terms`), and the scores and the
+gradient from the rows (CSR: :func:`row_scores`, :func:`row_gradient`) for the sparse
+dense-Hessian model. The other kernels (the columns' scores and gradient, the dense Hessian
+from the rows) are newton-cd's (:mod:`nsopt.solvers._newton_cd_kernels`).
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from numba import njit
 
 from ._newton_cd_kernels import SQUARED_HINGE
 
-__all__ = ["hess_vec", "margin_terms_conj", "line_terms"]
+__all__ = ["hess_vec", "margin_terms_conj", "line_terms", "row_scores", "row_gradient"]
 
 
 @njit(cache=True, inline="always")
@@ -98,3 +100,35 @@ def hess_vec(indptr, indices, data, D, v, has_b, u, out):
         out[j] = acc
     if has_b:
         out[d] = sb
+
+
+@njit(cache=True)
+def row_scores(indptr, indices, data, w, has_b, z):
+    r"""``z`` :math:`= Xw` (+ b, ``w[d]``) from the rows (CSR): one gather per row, the
+    dense-Hessian model's layout (the columns' scatter of
+    :func:`~nsopt.solvers._newton_cd_kernels.scores` writes all over ``z``)."""
+    m = indptr.size - 1
+    b = w[w.size - 1] if has_b else 0.0
+    for i in range(m):
+        acc = b
+        for k in range(indptr[i], indptr[i + 1]):
+            acc += data[k] * w[indices[k]]
+        z[i] = acc
+
+
+@njit(cache=True)
+def row_gradient(indptr, indices, data, v, has_b, out):
+    r"""``out`` :math:`= -X^T v` (the intercept's entry, last, :math:`-\sum_i v_i`) from the
+    rows (CSR): the loss gradient at :math:`v = c\circ y\circ t`."""
+    m = indptr.size - 1
+    for j in range(out.size):
+        out[j] = 0.0
+    sb = 0.0
+    for i in range(m):
+        vi = v[i]
+        if vi != 0.0:
+            sb += vi
+            for k in range(indptr[i], indptr[i + 1]):
+                out[indices[k]] -= data[k] * vi
+    if has_b:
+        out[out.size - 1] = -sb

@@ -94,7 +94,7 @@ class _Data(NamedTuple):
     dense: np.ndarray | None = None  # X dense, ones column last (``prepare``'s dense_share)
 
 
-def prepare(problem, model, random_state, dense_share=None) -> _Data:
+def prepare(problem, model, random_state, dense_share=None, columns=True) -> _Data:
     """The kernels' data of ``problem`` (the loop's counting wrapper of a
     :class:`~nsopt.RegularizedRisk` whose loss :func:`loss_kind` knows): CSC columns, CSR rows,
     labels, weights, the intercept column; the dense-Hessian mode when ``model`` is
@@ -106,7 +106,9 @@ def prepare(problem, model, random_state, dense_share=None) -> _Data:
     (the intercept's column of ones last) and only the layouts the caller still reads are
     built: no CSR rows, and CSC columns only with an intercept (:func:`rebalance` reads them);
     the unbuilt ones are empty arrays. Building them was most of a short run's setup (letter,
-    ``d = 16``: CSC conversion and index copies, several dense passes' worth)."""
+    ``d = 16``: CSC conversion and index copies, several dense passes' worth).
+    ``columns=False``: in the dense-Hessian mode the caller reads the rows only, and the CSC
+    columns are built only for an intercept."""
     risk = problem.problem
     base = risk.base_loss
     kind = loss_kind(base)
@@ -143,7 +145,7 @@ def prepare(problem, model, random_state, dense_share=None) -> _Data:
         else:
             dense = src.toarray() if csr is not None else np.ascontiguousarray(src)
     empty_i, empty_v = np.zeros(0, dtype=np.int64), np.zeros(0)
-    if dense is None or has_b:
+    if has_b or (dense is None and (columns or not gram)):
         csc = base.data.csc if sp.issparse(X) else sp.csc_matrix(X)
         if csc.data.dtype != np.float64:
             csc = csc.astype(np.float64)

@@ -15,14 +15,16 @@ from numbers import Integral, Real
 from typing import NamedTuple
 
 import numpy as np
-import scipy.linalg
+import scipy.sparse as sp
+from scipy.linalg import lapack
 
 from .._validation import Interval, Option, Options
 from ..certificate import DualPoint, _one_blas_thread
-from ..regularizers import scaled_conjugate
+from ..regularizers import own_scaled_conjugate
 from . import _newton_cd_kernels as K
 from ._base import Solver
-from ._newton_cg_kernels import hess_vec, line_terms, margin_terms_conj
+from ._newton_cg_kernels import (hess_vec, line_terms, margin_terms_conj, row_gradient,
+                                 row_scores)
 from ._registry import register
 from .newton_cd import loss_kind, prepare, rebalance
 
@@ -32,14 +34,25 @@ __all__ = ["NewtonCG"]
 _SIGMA, _MAX_HALVINGS = 0.01, 30
 #: scores recomputed from ``w`` every this many iterations (no drift from the updates)
 _REFRESH = 8
+#: the dense Hessian is built from scratch again after this many updates (no drift)
+_MAX_UPDATES = 8
 #: weight of the Hessian diagonal in the preconditioner :math:`(1-\alpha)I + \alpha\,
 #: \mathrm{diag}(H)` ([HCL18]_: 0.01)
 _PRECONDITIONER_MIX = 0.01
-#: with the dense model, X is kept as a dense array when its nonzeros are at least this share
-#: of its entries (the Hessian, scores and gradient then go through BLAS)
-_DENSE_SHARE = 0.5
+#: the dense Hessian's cost model: BLAS syrk on a dense copy (``m n(n+1)/2`` multiply-adds,
+#: the scaling copy included) is taken over the rows' pairs of nonzeros
+#: (``sum_i n_i(n_i+1)/2``, a compiled scatter) when it needs at most this many times their
+#: count (:func:`_dense_share`). Measured on one
+#: thread (mushrooms, 8124 x 112, 21 nonzeros a row): 1.17 ns a pair against 0.072 ns a
+#: syrk entry, 16x; letter (16 dense columns) takes syrk, mushrooms (27x) and a9a (77x) rows
+_SYRK_ADVANTAGE = 16.0
 #: consecutive iterations without descent (rounding) before the run reports ``stationary``
 _MAX_FAILS = 3
+#: line search, expansion: when the full step is accepted and its decrease is more than
+#: _EXPAND_FIT times its quadratic model's -g^T d / 2 (F flatter along d than the model: the
+#: logistic loss far from the optimum), the steps 2, 4, ... (at most _MAX_BETA) are tried
+#: while F keeps decreasing
+_EXPAND_FIT, _MAX_BETA = 1.1, 64.0
 
 
 @register
@@ -66,15 +79,29 @@ class NewtonCG(Solver):
          :math:`(1-\alpha)I + \alpha\,\mathrm{diag}(H)`, :math:`\alpha = 0.01` ([HCL18]_),
          stopped when :math:`\|Hd + g\| \le \eta\|g\|` (``cg_tol`` :math:`= \eta`, 0.1 as in
          [LWK08]_) or after ``max_cg`` iterations;
-       * ``"gram"``: the dense :math:`H` formed from the rows (:math:`\sum_i n_i^2/2`
-         multiply-adds, :func:`~nsopt.solvers._newton_cd_kernels.gram`) and solved by Cholesky:
-         the exact Newton step. ``"auto"`` (default) takes it when there are at most 2000
-         columns and the rows' pairs of nonzeros are at most 40 times the nonzeros (the rule of
-         :class:`~nsopt.solvers.NewtonCD`).
+       * ``"gram"``: the dense :math:`H` and a Cholesky solve (LAPACK ``posv``): the exact
+         Newton step. ``"auto"`` (default) takes it when there are at most 2000 columns and
+         the rows' pairs of nonzeros are at most 40 times the nonzeros (the rule of
+         :class:`~nsopt.solvers.NewtonCD`). :math:`X^T D X` is built by the cheaper of two
+         ways under a cost model: BLAS syrk on a dense copy of X, :math:`m\,n(n+1)/2`
+         multiply-adds, or the sparse rows' pairs of nonzeros,
+         :math:`\sum_i n_i(n_i+1)/2` scattered adds
+         (:func:`~nsopt.solvers._newton_cd_kernels.gram`); syrk is taken when its count is at
+         most 16 times the pairs' (one thread, measured: 1.17 ns a pair, 0.072 ns a syrk
+         entry with the scaling copy; letter's 16 dense columns take syrk, mushrooms' 21 of
+         112 and a9a's 14 of 123 the rows). Rows of weight 0 are skipped. When fewer rows
+         changed weight since the last Hessian than have a nonzero weight (the squared
+         hinge's weights are :math:`c_i` or 0, and only the rows crossing the margin change),
+         the Hessian is updated from the changed rows instead, and built from scratch again
+         after 8 updates.
     2. **line search** ([GL21]_): the largest :math:`\beta \in \{1, 1/2, \dots\}` with
        :math:`F(w + \beta d) - F(w) \le \sigma\beta g^Td`, :math:`\sigma = 0.01`, valued from
        the kept scores :math:`z + \beta Xd` (one pass for :math:`Xd`, then O(m) per trial; the
-       L2 term is a quadratic in :math:`\beta`);
+       L2 term is a quadratic in :math:`\beta`). When the full step is accepted and its
+       decrease exceeds the quadratic model's :math:`-g^Td/2` by more than 10% (:math:`F`
+       flatter along :math:`d` than the model: the logistic loss far from its optimum, on
+       nearly separable data), :math:`\beta = 2, 4, \dots, 64` are tried while :math:`F`
+       keeps decreasing (mushrooms, logistic: 11-13 Newton steps became 6-7);
     3. **certificate** at the new point: the dual point :math:`t_i = -y_i l'(z_i)` (the
        gradient's own: the loss gradient is :math:`a = -X^T(c\circ y\circ t)`), with an
        intercept moved onto :math:`\sum_i c_i y_i t_i = 0` (the class with the excess scaled
@@ -106,12 +133,13 @@ class NewtonCG(Solver):
     -----
     Cost per iteration: one pass for the gradient (and the Hessian diagonal), one for
     :math:`Xd`, and two per conjugate-gradient iteration (``"cg"``) or the dense Hessian
-    (``"gram"``: a9a, about 14 passes' worth, plus a :math:`d^3/3` Cholesky factorisation);
+    (``"gram"``: a9a, about 14 passes' worth, plus a :math:`d^3/3` Cholesky factorisation;
+    the sparse model reads the rows, CSR, for the scores and the gradient too);
     O(m) per line-search trial and for the certificate. Scores are updated as
     :math:`z + \beta Xd` and recomputed from ``w`` every 8 iterations; the accepted trial's
     loss terms (dual point, Hessian weights, and the logistic conjugate sum from the same
     exponentials, :func:`~nsopt.solvers._newton_cg_kernels.line_terms`) are the next
-    iterate's. On dense data (nonzeros at least half the entries) with the dense model only
+    iterate's. When the cost model takes syrk (dense data) only
     the dense copy of X is built (no CSR rows; CSC columns only for an intercept); init (the
     start's oracle call included) and the steps keep BLAS on one thread. The iterate is
     valued by the kernels (offered to the loop as ``w_best``). Three iterations in a row without
@@ -123,7 +151,9 @@ class NewtonCG(Solver):
     are refused by their protocol.
 
     ``Result.info``: ``cg_iterations`` (over all iterations; 0 with ``"gram"``),
-    ``line_search_halvings``, ``model`` (``"gram"`` or ``"cg"``).
+    ``line_search_halvings``, ``line_search_expansions`` (doublings past the full step),
+    ``model`` (``"gram"`` or ``"cg"``), ``hessian_updates`` (Hessians updated from the
+    changed rows instead of built).
 
     References
     ----------
@@ -198,6 +228,11 @@ class NewtonCG(Solver):
         linearization_error: float
         data: object               # newton_cd._Data
         dense: np.ndarray | None   # X as a dense m x n array (ones column last) on dense data
+        hess: np.ndarray | None    # X^T diag(hess_D) X (gram model), kept for its update
+        hess_D: np.ndarray | None  # the weights it holds
+        hess_updates: int          # updates since it was last built from scratch
+        updates: int               # updates over the run
+        expansions: int            # line-search doublings past the full step
 
     # ------------------------------------------------------------------------------------
     def init(self, problem, x0):
@@ -205,7 +240,8 @@ class NewtonCG(Solver):
         # there left OpenBLAS's worker spinning through the run's setup (letter, lam 1e-6,
         # 2 cores under load: the run took 3x its one-thread time)
         with _one_blas_thread():
-            data = prepare(problem, self.model, 0, dense_share=_DENSE_SHARE)
+            data = prepare(problem, self.model, 0, dense_share=_dense_share(problem),
+                           columns=False)
             dense = data.dense
             w = np.array(x0, dtype=np.float64)
             # the fallback answer F(x0), one oracle call; at the usual x0 = 0 the scores are
@@ -219,10 +255,12 @@ class NewtonCG(Solver):
 
     @staticmethod
     def _scores(data, dense, w):
-        """:math:`Xw` (+ b): BLAS on dense data, else over the columns (CSC)."""
+        """:math:`Xw` (+ b): BLAS on dense data, else over the rows (CSR)."""
         if dense is not None:
             return dense @ w
-        return K.scores(data.indptr, data.indices, data.values, w, data.has_b, data.y.size)
+        z = np.empty(data.y.size)
+        row_scores(*data.rows, w, data.has_b, z)
+        return z
 
     def _at(self, problem, data, w, z, s, dense=None, terms=None):
         """The state at ``w`` with scores ``z``: loss, dual point, gradient pass, bound.
@@ -240,6 +278,9 @@ class NewtonCG(Solver):
         cyt = data.c * data.y * t
         if dense is not None:     # the Hessian's diagonal is not used with the dense model
             grad, hdiag = -(cyt @ dense), np.zeros(n)
+        elif data.gram:
+            grad, hdiag = np.empty(n), np.zeros(n)
+            row_gradient(*data.rows, cyt, data.has_b, grad)
         else:
             grad, hdiag = np.empty(n), np.empty(n)
             K.grad_hess(data.indptr, data.indices, data.values, cyt, D, data.has_b, 0.0, grad,
@@ -256,7 +297,9 @@ class NewtonCG(Solver):
         if s is None:
             return self.State(**fields, cg_iterations=0, halvings=0, fails=0, n_steps=0,
                               stationary=False, subgradient_norm=math.nan,
-                              linearization_error=math.nan, data=data, dense=dense)
+                              linearization_error=math.nan, data=data, dense=dense,
+                              hess=None, hess_D=None, hess_updates=0, updates=0,
+                              expansions=0)
         return s._replace(**fields)
 
     @staticmethod
@@ -280,7 +323,7 @@ class NewtonCG(Solver):
         else:
             b = -float(K.conjugate_sum(kind, 1.0, t, data.c))
         with np.errstate(over="ignore", invalid="ignore"):
-            conj = scaled_conjugate(problem.reg, a, lam)
+            conj = own_scaled_conjugate(problem.reg, a, lam)
         if not (math.isfinite(conj) and math.isfinite(b)):
             return -math.inf, None
         return b - conj, DualPoint(t, plane=(a, b))
@@ -295,7 +338,10 @@ class NewtonCG(Solver):
         data, lam = s.data, problem.lam
         w, g = s.w, s.grad
         if data.gram:
-            direction, iters = self._dense_direction(data, s, lam), 0
+            H, updated = self._loss_hessian(data, s)
+            s = s._replace(hess=H, hess_D=s.D, hess_updates=s.hess_updates + 1 if updated else 0,
+                           updates=s.updates + updated)
+            direction, iters = self._dense_direction(data, s, H, lam), 0
         else:
             direction, iters = self._cg_direction(data, s, lam)
         q = self._scores(data, s.dense, direction)
@@ -304,7 +350,7 @@ class NewtonCG(Solver):
         wd = float((w * pen) @ direction)
         dd = float((direction * pen) @ direction)
         ww = float((w * pen) @ w)
-        beta, halvings, accepted = 1.0, 0, False
+        beta, halvings, accepted, expansions = 1.0, 0, False, 0
         m = data.y.size
         z_try, t, D = np.empty(m), np.empty(m), np.empty(m)
         if slope < 0:
@@ -317,8 +363,20 @@ class NewtonCG(Solver):
                     break
                 beta *= 0.5
                 halvings += 1
+            if accepted and beta == 1.0 and s.fun - f_try > _EXPAND_FIT * -0.5 * slope:
+                # longer steps while F keeps decreasing (O(m) each from the kept scores)
+                z2, t2, D2 = np.empty(m), np.empty(m), np.empty(m)
+                while beta < _MAX_BETA:
+                    b2 = 2.0 * beta
+                    reg2 = 0.5 * lam * (ww + 2.0 * b2 * wd + b2 * b2 * dd)
+                    loss2, conj2 = line_terms(data.kind, s.z, q, b2, data.y, data.c, z2, t2, D2)
+                    if not loss2 + reg2 < f_try:
+                        break
+                    beta, f_try, loss, conj = b2, loss2 + reg2, loss2, conj2
+                    z_try, z2, t, t2, D, D2 = z2, z_try, t2, t, D2, D
+                    expansions += 1
         counts = dict(n_steps=s.n_steps + 1, cg_iterations=s.cg_iterations + iters,
-                      halvings=s.halvings + halvings)
+                      halvings=s.halvings + halvings, expansions=s.expansions + expansions)
         if not accepted:                      # no descent: exact scores, try again
             fails = s.fails + 1
             z = self._scores(data, s.dense, w)
@@ -334,22 +392,54 @@ class NewtonCG(Solver):
         return s._replace(**counts, fails=0)
 
     @staticmethod
-    def _dense_direction(data, s, lam):
-        """The exact Newton step from the dense Hessian (Cholesky; least squares when the
-        intercept's curvature vanishes)."""
-        d, n = data.d, s.w.size
-        if s.dense is not None:   # dense data: BLAS (letter: ~20x the row kernel's speed)
-            B = s.dense * np.sqrt(s.D)[:, None]
-            H = B.T @ B           # numpy's syrk for a product with its own transpose
+    def _loss_hessian(data, s):
+        r"""The loss's Hessian :math:`X^T \mathrm{diag}(D) X` at the state's weights ``s.D``
+        (the intercept's column of ones last), and whether it was an update.
+
+        Built from scratch over the rows of nonzero weight: on the dense copy by BLAS syrk
+        (:math:`B^T B`, :math:`B = \sqrt{D} X`), else from the sparse rows by
+        :func:`~nsopt.solvers._newton_cd_kernels.gram` (:math:`\sum_i n_i(n_i+1)/2` adds);
+        :func:`_dense_share` chose between them. When fewer rows changed weight since the last
+        Hessian than have a nonzero weight now (the squared hinge's generalised Hessian, whose
+        weights are :math:`c_i` or 0: only the rows that cross the margin change), it is
+        updated instead, :math:`H + X_S^T \mathrm{diag}(D_S - D'_S) X_S` over the changed
+        rows :math:`S`, and built again after ``_MAX_UPDATES`` updates (no drift)."""
+        D, dense = s.D, s.dense
+        if s.hess is not None and s.hess_updates < _MAX_UPDATES:
+            delta = D - s.hess_D
+            changed = np.flatnonzero(delta)
+            if changed.size < np.count_nonzero(D):
+                if dense is None:
+                    return s.hess + _row_gram(data, delta), True
+                H = s.hess.copy()
+                dc = delta[changed]
+                for rows, sign in ((changed[dc > 0], 1.0), (changed[dc < 0], -1.0)):
+                    if rows.size:
+                        B = dense[rows] * np.sqrt(np.abs(delta[rows]))[:, None]
+                        H += sign * (B.T @ B)
+                return H, True
+        if dense is None:
+            return _row_gram(data, D), False
+        active = np.flatnonzero(D)
+        if active.size == D.size:
+            B = dense * np.sqrt(D)[:, None]
         else:
-            pos = np.arange(d, dtype=np.int64)
-            H = K.gram(*data.rows, s.D, pos, n, d if data.has_b else -1, 0.0)
-        H[np.diag_indices_from(H)] += lam * data.pen
-        try:
-            return scipy.linalg.cho_solve(scipy.linalg.cho_factor(H, check_finite=False),
-                                          -s.grad, check_finite=False)
-        except (np.linalg.LinAlgError, ValueError):
-            return np.linalg.lstsq(H, -s.grad, rcond=None)[0]
+            B = dense[active] * np.sqrt(D[active])[:, None]
+        return B.T @ B, False    # numpy's syrk for a product with its own transpose
+
+    @staticmethod
+    def _dense_direction(data, s, H, lam):
+        r"""The exact Newton step :math:`(H + \lambda P) d = -g` (Cholesky, LAPACK's posv;
+        least squares when the intercept's curvature vanishes)."""
+        n = s.w.size
+        A = H.copy()
+        A.flat[::n + 1] += lam * data.pen
+        _, x, info = lapack.dposv(A, -s.grad, lower=0, overwrite_a=1, overwrite_b=0)
+        if info == 0 and np.all(np.isfinite(x)):
+            return x
+        A = H.copy()
+        A.flat[::n + 1] += lam * data.pen
+        return np.linalg.lstsq(A, -s.grad, rcond=None)[0]
 
     def _cg_direction(self, data, s, lam):
         r"""Preconditioned conjugate gradient on :math:`Hd = -g` ([HCL18]_'s diagonal mix),
@@ -387,4 +477,34 @@ class NewtonCG(Solver):
 
     def info(self, s):
         return {"cg_iterations": s.cg_iterations, "line_search_halvings": s.halvings,
-                "model": "gram" if s.data.gram else "cg"}
+                "model": "gram" if s.data.gram else "cg", "hessian_updates": s.updates,
+                "line_search_expansions": s.expansions}
+
+
+def _row_gram(data, D):
+    r""":math:`X^T \mathrm{diag}(D) X` from the sparse rows (rows of zero weight skipped)."""
+    n = data.d + int(data.has_b)
+    return K.gram(*data.rows, D, np.arange(data.d, dtype=np.int64), n,
+                  data.d if data.has_b else -1, 0.0)
+
+
+def _dense_share(problem):
+    r"""``prepare``'s ``dense_share`` by the dense Hessian's cost model: 0 (X kept dense, the
+    Hessian by BLAS syrk, :math:`m n(n+1)/2` multiply-adds) when that is at most
+    ``_SYRK_ADVANTAGE`` times the rows' pairs of nonzeros (:math:`\sum_i n_i(n_i+1)/2`, the
+    sparse rows' kernel), else None (the sparse rows). ``n`` counts the intercept's column of
+    ones, a nonzero in every row."""
+    risk = problem.problem
+    base = risk.base_loss
+    X = base.data.X
+    has_b = int(bool(risk.fit_intercept))
+    m = int(X.shape[0])
+    n = int(base.dim) + has_b
+    if sp.issparse(X):
+        per_row = np.diff(base.data.csr.indptr).astype(np.float64)
+    else:
+        per_row = np.count_nonzero(np.asarray(X), axis=1).astype(np.float64)
+    per_row += has_b
+    pairs = 0.5 * float(per_row @ (per_row + 1.0))
+    syrk = 0.5 * m * n * (n + 1.0)
+    return 0.0 if syrk <= _SYRK_ADVANTAGE * pairs else None
