@@ -1,0 +1,152 @@
+r"""BLAS threads during a run: the ``blas_threads`` option every solver takes.
+
+OpenBLAS (numpy's and scipy's BLAS) runs a large enough call on one thread per core, and its
+worker threads then busy-wait for a while for the next call. A solver loop alternates small
+BLAS calls (matrix-vector products over a few hundred columns, a master problem's solve, a
+30 x 30 ``eigh`` in a user's oracle) with single-threaded compiled kernels and Python: the
+spinning workers take the core the next kernel needs, and threads gain nothing on small
+blocks. Measured (``benchmarks/blas_threads.py``, ``docs/solvers.md``, "BLAS threads"): the
+any-oracle functions of ``benchmarks/any_oracle.py`` and the peers' cells of
+``benchmarks/peers.py`` spend 1.2-3x more process CPU time with the default threads than on
+one thread, the largest eigenvalue 10-19x more wall time.
+
+The policy (:func:`blas_limit`), with threadpoolctl as the mechanism (scikit-learn's
+dependency; without it every setting runs BLAS as configured):
+
+* ``"auto"`` (the default): the run on one BLAS thread, unless the problem holds a dense
+  block large enough for threads to pay (:func:`auto_threads`);
+* ``"keep"`` or ``None``: BLAS as the user configured it, untouched;
+* an integer ``n >= 1``: the run on at most ``n`` threads.
+
+The user's setting is restored when the run ends, also on an exception or Ctrl-C:
+:meth:`~nsopt.solvers.Solver.solve` holds the limit for the whole run;
+:meth:`~nsopt.solvers.Solver.iterate` and :meth:`~nsopt.solvers.Solver.run` hold it while
+the solver works and lift it while the caller's code runs between two states
+(:func:`limited`).
+"""
+from __future__ import annotations
+
+import contextlib
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["blas_limit", "threads_for", "auto_threads", "limited", "check_blas_threads",
+           "AUTO_DENSE_ENTRIES"]
+
+#: "auto" keeps the user's threads when the problem's data hold a dense block of at least
+#: this many entries (see :func:`auto_threads`)
+AUTO_DENSE_ENTRIES = 1 << 24
+
+_CONTROLLER = []   # threadpoolctl's ThreadpoolController, made on first use (None: missing)
+
+
+def _controller():
+    """threadpoolctl's controller (made once: it scans the loaded libraries), or None."""
+    if not _CONTROLLER:
+        try:
+            from threadpoolctl import ThreadpoolController
+            _CONTROLLER.append(ThreadpoolController())
+        except Exception:   # noqa: BLE001 (absent or broken: run as configured)
+            _CONTROLLER.append(None)
+    return _CONTROLLER[0]
+
+
+def _blas_libraries():
+    """threadpoolctl's controllers of the loaded BLAS libraries (numpy's and scipy's
+    OpenBLAS), found once."""
+    controller = _controller()
+    if controller is None:
+        return ()
+    return tuple(lib for lib in controller.lib_controllers if lib.user_api == "blas")
+
+
+def _limit(n: int):
+    """A context in which BLAS runs on ``n`` threads (a no-op without threadpoolctl, and
+    when every BLAS library already runs on ``n``: a limit entered again inside a run, e.g.
+    at each step, costs two reads instead of threadpoolctl's 15 us)."""
+    controller = _controller()
+    if controller is None:
+        return contextlib.nullcontext()
+    try:
+        if all(lib.get_num_threads() == n for lib in _blas_libraries()):
+            return contextlib.nullcontext()
+        return controller.limit(limits=n, user_api="blas")
+    except Exception:   # noqa: BLE001
+        return contextlib.nullcontext()
+
+
+def _one_blas_thread():
+    """A context in which BLAS runs on one thread (threadpoolctl's controller, made once; a
+    no-op without it): the certifier's products are small, and threads woken for them cost
+    more than the arithmetic on a busy machine."""
+    return _limit(1)
+
+
+def check_blas_threads(value):
+    """The ``blas_threads`` setting, checked: ``"auto"``, ``"keep"``, ``None`` or an integer
+    ``>= 1`` (a ``TypeError`` / ``ValueError`` naming the argument and the value otherwise)."""
+    if value is None or (isinstance(value, str) and value in ("auto", "keep")):
+        return value
+    if isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)):
+        if value >= 1:
+            return int(value)
+        raise ValueError(f"blas_threads must be 'auto', 'keep', None or an integer >= 1, "
+                         f"got {value!r}")
+    raise (ValueError if isinstance(value, str) else TypeError)(
+        f"blas_threads must be 'auto', 'keep', None or an integer >= 1, got {value!r}")
+
+
+def _dense_entries(problem) -> int:
+    """The entries of the largest dense data block the problem declares (its loss's
+    ``data.X``; 0 for sparse data or a problem without data, e.g. a user's oracle)."""
+    loss = getattr(problem, "loss", None)
+    X = getattr(getattr(loss, "data", None), "X", None)
+    if X is None or sp.issparse(X) or not hasattr(X, "shape") or len(X.shape) != 2:
+        return 0
+    return int(X.shape[0]) * int(X.shape[1])
+
+
+def auto_threads(problem) -> int | None:
+    """The limit ``"auto"`` puts on a run of ``problem``: 1, or None (the user's threads)
+    when the problem's data hold a dense block of at least :data:`AUTO_DENSE_ENTRIES`
+    entries, where a threaded matrix-vector product over the data can pay for its threads.
+    A user's oracle (no data the problem declares) runs on one thread: the measured ones
+    (small matrices, an ``eigh``) all lose with threads; ``blas_threads="keep"`` opts out."""
+    return None if _dense_entries(problem) >= AUTO_DENSE_ENTRIES else 1
+
+
+def threads_for(setting, problem) -> int | None:
+    """The BLAS thread limit of a run of ``problem`` with ``blas_threads=setting`` (None: no
+    limit, the user's configuration)."""
+    if setting is None or setting == "keep":
+        return None
+    if setting == "auto":
+        return auto_threads(problem)
+    return int(setting)
+
+
+def blas_limit(setting, problem):
+    """A context manager that holds the run's BLAS limit (:func:`threads_for`) and restores
+    the user's setting on exit, also on an exception or ``KeyboardInterrupt``."""
+    n = threads_for(setting, problem)
+    return contextlib.nullcontext() if n is None else _limit(n)
+
+
+def limited(generator, make_limit):
+    """Drive ``generator`` with a fresh ``make_limit()`` context in force while it runs, and
+    lifted while the consumer holds an item: the caller's code between two items (a progress
+    display, a custom stopping rule) runs with the caller's own BLAS setting. Closing this
+    generator closes ``generator`` (under the limit)."""
+    try:
+        while True:
+            with make_limit():
+                try:
+                    item = next(generator)
+                except StopIteration:
+                    return
+            yield item
+    finally:
+        with make_limit():
+            generator.close()

@@ -1,0 +1,170 @@
+"""The BLAS-threads policy of a run (option ``blas_threads``, ``nsopt/_threads.py``).
+
+The suite runs with ``OPENBLAS_NUM_THREADS=1`` (conftest), so each test first raises the
+caller's setting to 2 threads with threadpoolctl and checks that it took: otherwise a limit
+to one thread could not be told from the process's own setting.
+"""
+import math
+
+import numpy as np
+import pytest
+
+import nsopt
+from nsopt import _threads
+from nsopt.solvers import SOLVERS, methods_supporting
+
+threadpoolctl = pytest.importorskip("threadpoolctl")
+
+
+def blas_threads_now():
+    """The thread counts of the loaded BLAS libraries, as threadpoolctl reads them."""
+    return sorted({i["num_threads"] for i in threadpoolctl.threadpool_info()
+                   if i["user_api"] == "blas"})
+
+
+@pytest.fixture
+def two_threads():
+    """The caller's setting: BLAS on 2 threads (restored after the test)."""
+    with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
+        if blas_threads_now() != [2]:
+            pytest.skip("BLAS here cannot run on 2 threads")
+        yield
+
+
+def recording_oracle(seen, fail_at=None, exc=RuntimeError):
+    """|x - 1|_1 as a FunctionOracle that records the BLAS threads of every call (and raises
+    ``exc`` at call ``fail_at``)."""
+    def vs(x):
+        seen.append(tuple(blas_threads_now()))
+        if fail_at is not None and len(seen) >= fail_at:
+            raise exc("planted")
+        return float(np.abs(x - 1.0).sum()), np.sign(x - 1.0)
+    return nsopt.FunctionOracle(value_and_subgradient=vs, dim=3)
+
+
+def small_risk():
+    X, y = nsopt.datasets.make_sparse_binary(60, 5, random_state=0)
+    return nsopt.RegularizedRisk(nsopt.losses.Hinge(X, y), lam=1e-2)
+
+
+@pytest.mark.parametrize("method", ["proximal-bundle", "level-bundle"])
+def test_auto_runs_the_oracle_on_one_thread_and_restores(two_threads, method):
+    seen = []
+    res = nsopt.minimize(recording_oracle(seen), method=method, x0=np.zeros(3),
+                         bounds=(-5.0, 5.0), max_iter=15)
+    assert res.nfev > 0 and len(seen) == res.nfev
+    assert set(seen) == {(1,)}            # every oracle call of the run: one thread
+    assert blas_threads_now() == [2]      # the caller's setting is back
+
+
+def test_auto_holds_in_the_callback_of_a_risk(two_threads):
+    seen = []
+    res = nsopt.minimize(small_risk(), method="bmrm", max_iter=5,
+                         callback=lambda s: seen.append(tuple(blas_threads_now())))
+    assert res.nit > 0 and set(seen) == {(1,)}
+    assert blas_threads_now() == [2]
+
+
+@pytest.mark.parametrize("setting", ["keep", None])
+def test_keep_leaves_the_setting_alone(two_threads, setting):
+    seen = []
+    res = nsopt.minimize(recording_oracle(seen), method="proximal-bundle", x0=np.zeros(3),
+                         radius=10.0, max_iter=10, blas_threads=setting)
+    assert res.nfev > 0 and set(seen) == {(2,)}
+    assert blas_threads_now() == [2]
+
+
+def test_an_integer_is_the_run_s_thread_count():
+    seen = []
+    with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
+        nsopt.minimize(recording_oracle(seen), method="proximal-bundle", x0=np.zeros(3),
+                       radius=10.0, max_iter=5, blas_threads=2)
+        after = blas_threads_now()
+    if not seen or set(seen) != {(2,)}:
+        pytest.skip("BLAS here cannot run on 2 threads")
+    assert after == [1]
+
+
+def test_restored_after_an_exception_in_the_oracle(two_threads):
+    seen = []
+    with pytest.raises(RuntimeError, match="planted"):
+        nsopt.minimize(recording_oracle(seen, fail_at=3), method="proximal-bundle",
+                       x0=np.zeros(3), radius=10.0, max_iter=20)
+    assert seen[-1] == (1,) and blas_threads_now() == [2]
+
+
+def test_restored_after_ctrl_c(two_threads, monkeypatch):
+    # Ctrl-C in the oracle: the run returns its best point, status interrupted
+    seen = []
+    res = nsopt.minimize(recording_oracle(seen, fail_at=4, exc=KeyboardInterrupt),
+                         method="proximal-bundle", x0=np.zeros(3), radius=10.0, max_iter=20)
+    assert res.status is nsopt.Status.INTERRUPTED and seen[-1] == (1,)
+    assert blas_threads_now() == [2]
+    # Ctrl-C outside the steps (in the set-up) propagates: the setting comes back all the same
+    solver = SOLVERS["bmrm"]()
+
+    def interrupted(*args, **kwargs):
+        assert blas_threads_now() == [1]
+        raise KeyboardInterrupt
+    monkeypatch.setattr(solver, "_prepare", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        solver.solve(small_risk())
+    assert blas_threads_now() == [2]
+
+
+def test_iterate_lifts_the_limit_between_states(two_threads):
+    seen = []
+    solver = SOLVERS["proximal-bundle"](radius=10.0, max_iter=50)
+    between = []
+    for k, _ in enumerate(solver.iterate(recording_oracle(seen), np.zeros(3))):
+        between.append(tuple(blas_threads_now()))
+        if k == 3:
+            break                          # abandoned: the setting must come back too
+    assert set(seen) == {(1,)} and set(between) == {(2,)}
+    assert blas_threads_now() == [2]
+
+
+@pytest.mark.parametrize("value, error", [
+    ("fast", ValueError), (0, ValueError), (-2, ValueError), (True, TypeError),
+    (1.5, TypeError), ([1], TypeError)])
+def test_invalid_values_name_the_argument(value, error):
+    with pytest.raises(error, match=r"blas_threads=") as info:
+        nsopt.minimize(small_risk(), method="bmrm", blas_threads=value)
+    assert repr(value) in str(info.value) or str(value) in str(info.value)
+    with pytest.raises(error, match="blas_threads"):
+        _threads.check_blas_threads(value)
+
+
+def test_every_method_takes_it():
+    J = small_risk()
+    for setting in ("auto", "keep", None, 1, 3):
+        assert methods_supporting(J, blas_threads=setting) == methods_supporting(J)
+        for name, cls in SOLVERS.items():
+            assert cls(blas_threads=setting).config["blas_threads"] == setting, name
+    f = nsopt.FunctionOracle(value_and_subgradient=lambda x: (float(x @ x), 2 * x), dim=2)
+    assert methods_supporting(f, radius=1.0, blas_threads=1) == methods_supporting(f, radius=1.0)
+
+
+def test_auto_rule_reads_the_data_size():
+    """One thread for sparse data, small dense data and a user's oracle; the user's threads
+    for a dense block of at least AUTO_DENSE_ENTRIES entries (a broadcast view: no memory)."""
+    import types
+
+    def risk_like(X):
+        return types.SimpleNamespace(loss=types.SimpleNamespace(data=types.SimpleNamespace(X=X)))
+
+    side = int(math.isqrt(_threads.AUTO_DENSE_ENTRIES))
+    big = np.broadcast_to(0.0, (side + 1, side))
+    assert _threads.threads_for("auto", risk_like(big)) is None
+    assert _threads.threads_for("auto", risk_like(big[: side // 2])) == 1
+    assert _threads.threads_for("auto", small_risk()) == 1
+    assert _threads.threads_for("auto", recording_oracle([])) == 1
+    assert _threads.threads_for("keep", small_risk()) is None
+    assert _threads.threads_for(None, small_risk()) is None
+    assert _threads.threads_for(3, small_risk()) == 3
+
+
+def test_one_blas_thread_still_importable_from_certificate():
+    from nsopt.certificate import _one_blas_thread
+
+    assert _one_blas_thread is _threads._one_blas_thread
