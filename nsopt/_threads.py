@@ -27,13 +27,11 @@ the solver works and lift it while the caller's code runs between two states
 from __future__ import annotations
 
 import contextlib
-import numbers
 
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["blas_limit", "threads_for", "auto_threads", "limited", "check_blas_threads",
-           "AUTO_DENSE_ENTRIES"]
+__all__ = ["blas_limit", "threads_for", "auto_threads", "limited", "AUTO_DENSE_ENTRIES"]
 
 #: "auto" keeps the user's threads when the problem's data hold a dense block of at least
 #: this many entries (see :func:`auto_threads`)
@@ -82,20 +80,6 @@ def _one_blas_thread():
     no-op without it): the certifier's products are small, and threads woken for them cost
     more than the arithmetic on a busy machine."""
     return _limit(1)
-
-
-def check_blas_threads(value):
-    """The ``blas_threads`` setting, checked: ``"auto"``, ``"keep"``, ``None`` or an integer
-    ``>= 1`` (a ``TypeError`` / ``ValueError`` naming the argument and the value otherwise)."""
-    if value is None or (isinstance(value, str) and value in ("auto", "keep")):
-        return value
-    if isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)):
-        if value >= 1:
-            return int(value)
-        raise ValueError(f"blas_threads must be 'auto', 'keep', None or an integer >= 1, "
-                         f"got {value!r}")
-    raise (ValueError if isinstance(value, str) else TypeError)(
-        f"blas_threads must be 'auto', 'keep', None or an integer >= 1, got {value!r}")
 
 
 def _dense_entries(problem) -> int:

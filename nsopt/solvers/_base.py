@@ -18,9 +18,9 @@ from typing import Any, Callable, Iterator, NamedTuple
 
 import numpy as np
 
-from .._threads import blas_limit, check_blas_threads, limited
-from .._validation import (Boolean, Interval, NoneOr, Option, Satisfies, check_callback,
-                           check_vector, validate_options)
+from .._threads import blas_limit, limited
+from .._validation import (Boolean, Interval, NoneOr, Option, Options, Satisfies,
+                           check_callback, check_vector, validate_options)
 from ..certificate import Certificate, L1DualCertifier, OraclePlanes, PlaneCertifier
 from ..oracle import (CountingOracle, Evaluation, NonConvexError, Oracle, OracleNumericalError, freeze,
                       rounding_allowance)
@@ -82,8 +82,8 @@ COMMON_OPTIONS = {
                          "lower bound for any oracle"),
     "centre": Option(None, NoneOr(Satisfies(_centre, "a 1-D array of finite numbers")),
                      doc="the centre of the radius ball (None: the origin)"),
-    "blas_threads": Option("auto", Satisfies(check_blas_threads,
-                                             "'auto', 'keep', None or an integer >= 1"),
+    "blas_threads": Option("auto", NoneOr(Options(("auto", "keep"))),
+                           Interval(Integral, 1, None, closed="left"),
                            doc="BLAS threads during the run (nsopt._threads): 'auto' (one, "
                                "unless the data hold a large dense block), 'keep' or None "
                                "(as configured), or at most this many; the setting is "
