@@ -10,9 +10,11 @@ all in one process and one run; printed per setting: the median wall seconds and
 *process CPU* seconds (``time.process_time``: every thread of the process, so spinning
 workers count even when the machine is loaded), and the ratios to the first setting.
 
-Settings: ``threads`` (BLAS as configured: OpenBLAS starts one thread per core), ``one``
-(``threadpoolctl.threadpool_limits(1, "blas")`` around the run) and ``auto`` (nsopt's
-default, ``blas_threads="auto"``, when the installed nsopt has the option).
+Settings: ``threads`` (BLAS as configured: OpenBLAS starts one thread per core; with
+``blas_threads="keep"``), ``one`` (``threadpoolctl.threadpool_limits(1, "blas")`` around the
+run), ``unlimited`` (as ``threads``, and nsopt's own one-thread blocks lifted: the Newton
+steps' and the dual-point certifier's linear algebra) and ``auto`` (nsopt's default,
+``blas_threads="auto"``).
 
 Cases: the any-oracle functions of ``benchmarks/any_oracle.py`` (with the box of that
 script, level-bundle and proximal-bundle to a certified ``--rtol`` or ``--max-iter``
@@ -77,6 +79,14 @@ def _dense_newton(m=4000, d=2000):
     return lambda **kw: nsopt.minimize(J, method="newton-cg", rtol=1e-6, model="gram", **kw)
 
 
+def _dense_risk(m, d, method, rtol=1e-4, max_iter=300):
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((m, d)) / np.sqrt(d)
+    y = np.where(X @ rng.standard_normal(d) + 0.3 * rng.standard_normal(m) > 0, 1.0, -1.0)
+    J = nsopt.RegularizedRisk(nsopt.losses.Logistic(X, y), lam=1e-3)
+    return lambda **kw: nsopt.minimize(J, method=method, rtol=rtol, max_iter=max_iter, **kw)
+
+
 def _syrk(m=4000, d=2000):
     B = np.random.default_rng(0).standard_normal((m, d))
 
@@ -99,6 +109,11 @@ def cases(rtol, max_iter):
                 out[f"{sname} {pname} {method}"] = (
                     lambda sname=sname, pname=pname, method=method:
                     _peers_case(sname, pname, method, 1e-4, rtol, max_iter))
+    out["a9a logistic-l1 newton-cd"] = lambda: _peers_case("a9a", "logistic-l1", "newton-cd",
+                                                            1e-4, 1e-4, max_iter)
+    for m, d in ((2000, 500), (8000, 1000), (20000, 1000)):
+        out[f"dense {m}x{d} logistic ls-bmrm"] = (lambda m=m, d=d:
+                                                  _dense_risk(m, d, "ls-bmrm", max_iter=100))
     out["dense 4000x2000 logistic newton-cg"] = _dense_newton
     out["dense 4000x2000 syrk+cholesky"] = _syrk
     return out
@@ -108,6 +123,25 @@ def has_option():
     return "blas_threads" in nsopt.solvers.SOLVERS["dcd"].option_table()
 
 
+@contextlib.contextmanager
+def _inner_limits_lifted():
+    """nsopt's own one-thread blocks (newton-cg/newton-cd steps, the dual-point certifier)
+    left on the configured threads: what threads would give there."""
+    import nsopt.certificate
+    import nsopt.solvers.newton_cd
+    import nsopt.solvers.newton_cg
+
+    modules = (nsopt.certificate, nsopt.solvers.newton_cd, nsopt.solvers.newton_cg)
+    saved = [m._one_blas_thread for m in modules]
+    for m in modules:
+        m._one_blas_thread = contextlib.nullcontext
+    try:
+        yield
+    finally:
+        for m, f in zip(modules, saved):
+            m._one_blas_thread = f
+
+
 def timed(run, setting):
     kw = {}
     if setting == "auto":
@@ -115,6 +149,7 @@ def timed(run, setting):
     elif has_option():
         kw = {"blas_threads": "keep"}
     ctx = (threadpoolctl.threadpool_limits(limits=1, user_api="blas") if setting == "one"
+           else _inner_limits_lifted() if setting == "unlimited"
            else contextlib.nullcontext())
     with ctx:
         c0, t0 = time.process_time(), time.perf_counter()

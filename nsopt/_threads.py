@@ -5,18 +5,20 @@ worker threads then busy-wait for a while for the next call. A solver loop alter
 BLAS calls (matrix-vector products over a few hundred columns, a master problem's solve, a
 30 x 30 ``eigh`` in a user's oracle) with single-threaded compiled kernels and Python: the
 spinning workers take the core the next kernel needs, and threads gain nothing on small
-blocks. Measured (``benchmarks/blas_threads.py``, ``docs/solvers.md``, "BLAS threads"): the
-any-oracle functions of ``benchmarks/any_oracle.py`` and the peers' cells of
-``benchmarks/peers.py`` spend 1.2-3x more process CPU time with the default threads than on
-one thread, the largest eigenvalue 10-19x more wall time.
+blocks. Measured on a shared 2-core machine (``benchmarks/blas_threads.py``,
+``docs/solvers.md``, "BLAS threads during a run"): with the default threads the any-oracle
+runs of ``benchmarks/any_oracle.py`` took up to 4-10x the process CPU time they take on one
+thread (the L1 fit, the largest eigenvalue, a hinge risk as a bare oracle), dense logistic
+risks 1.7-5x; the sparse linear models' cells were indifferent; no case measured gained from
+threads below about 2**25 dense entries.
 
-The policy (:func:`blas_limit`), with threadpoolctl as the mechanism (scikit-learn's
-dependency; without it every setting runs BLAS as configured):
+The policy (:func:`blas_limit`), with threadpoolctl as the mechanism (a dependency of nsopt,
+and of scikit-learn; should it fail to load, every setting runs BLAS as configured):
 
 * ``"auto"`` (the default): the run on one BLAS thread, unless the problem holds a dense
   block large enough for threads to pay (:func:`auto_threads`);
 * ``"keep"`` or ``None``: BLAS as the user configured it, untouched;
-* an integer ``n >= 1``: the run on at most ``n`` threads.
+* an integer ``n >= 1``: the run on ``n`` threads.
 
 The user's setting is restored when the run ends, also on an exception or Ctrl-C:
 :meth:`~nsopt.solvers.Solver.solve` holds the limit for the whole run;
@@ -28,14 +30,15 @@ from __future__ import annotations
 
 import contextlib
 
-import numpy as np
 import scipy.sparse as sp
 
 __all__ = ["blas_limit", "threads_for", "auto_threads", "limited", "AUTO_DENSE_ENTRIES"]
 
 #: "auto" keeps the user's threads when the problem's data hold a dense block of at least
-#: this many entries (see :func:`auto_threads`)
-AUTO_DENSE_ENTRIES = 1 << 24
+#: this many entries (see :func:`auto_threads`). Measured on 2 loaded cores, two BLAS threads
+#: over one: ``X @ w`` with ``X.T @ g`` 1.8x the time at 2e7 entries, 1.14x at 4e7; syrk
+#: ``B.T @ B`` 1.17x at 8e6 entries, 0.97x at 3e7 (docs/solvers.md)
+AUTO_DENSE_ENTRIES = 1 << 26
 
 _CONTROLLER = []   # threadpoolctl's ThreadpoolController, made on first use (None: missing)
 
