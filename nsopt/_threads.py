@@ -54,28 +54,44 @@ def _controller():
     return _CONTROLLER[0]
 
 
-def _blas_libraries():
-    """threadpoolctl's controllers of the loaded BLAS libraries (numpy's and scipy's
-    OpenBLAS), found once."""
-    controller = _controller()
-    if controller is None:
-        return ()
-    return tuple(lib for lib in controller.lib_controllers if lib.user_api == "blas")
+class _Limit:
+    """A context in which BLAS runs on ``n`` threads (threadpoolctl's limiter; a no-op
+    without threadpoolctl). Entered again inside a limit of the same ``n`` that nsopt holds
+    (each resumption of a run under :meth:`~nsopt.solvers.Solver.solve`, each step's own
+    one-thread block) it does nothing: threadpoolctl's limit costs some 15 us an entry.
+    The record of what nsopt holds is process-wide, as the BLAS setting itself is."""
+
+    __slots__ = ("n", "limiter", "outer")
+
+    def __init__(self, n: int):
+        self.n, self.limiter, self.outer = n, None, None
+
+    def __enter__(self):
+        self.outer = _HELD[0]
+        if self.outer != self.n:
+            controller = _controller()
+            try:
+                self.limiter = (None if controller is None
+                                else controller.limit(limits=self.n, user_api="blas"))
+            except Exception:   # noqa: BLE001 (a library that refuses: run as configured)
+                self.limiter = None
+            _HELD[0] = self.n
+        return self
+
+    def __exit__(self, *exc):
+        limiter, self.limiter = self.limiter, None
+        _HELD[0] = self.outer
+        if limiter is not None:
+            limiter.__exit__(None, None, None)   # the setting from before the entry
+        return False
 
 
-def _limit(n: int):
-    """A context in which BLAS runs on ``n`` threads (a no-op without threadpoolctl, and
-    when every BLAS library already runs on ``n``: a limit entered again inside a run, e.g.
-    at each step, costs two reads instead of threadpoolctl's 15 us)."""
-    controller = _controller()
-    if controller is None:
-        return contextlib.nullcontext()
-    try:
-        if all(lib.get_num_threads() == n for lib in _blas_libraries()):
-            return contextlib.nullcontext()
-        return controller.limit(limits=n, user_api="blas")
-    except Exception:   # noqa: BLE001
-        return contextlib.nullcontext()
+_HELD = [None]   # the thread count nsopt's innermost entered _Limit set (None: none)
+
+
+def _limit(n: int) -> _Limit:
+    """A context in which BLAS runs on ``n`` threads (see :class:`_Limit`)."""
+    return _Limit(n)
 
 
 def _one_blas_thread():
