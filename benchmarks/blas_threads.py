@@ -20,10 +20,12 @@ Cases: the any-oracle functions of ``benchmarks/any_oracle.py`` (with the box of
 script, level-bundle and proximal-bundle to a certified ``--rtol`` or ``--max-iter``
 iterations: the same work in every setting), dcd and proximal-bundle
 on the L2 hinge and logistic risks of ``benchmarks/peers.py`` (a9a, letter), and large dense
-blocks: newton-cg on a dense 4000 x 2000 logistic risk (its Gram mode) and a bare
-``B^T B`` (numpy's syrk) and Cholesky at that size.
+blocks: ls-bmrm on dense logistic risks of 1e6 to 2e7 entries, newton-cg on a dense
+4000 x 2000 logistic risk (its Gram mode), and a bare ``B^T B`` (numpy's syrk) and Cholesky at
+that size (no nsopt run: there ``auto`` is ``threads``).
 
-Usage: python benchmarks/blas_threads.py [--cases ...] [--repeats 3] [--settings threads one auto]
+Usage: python benchmarks/blas_threads.py [--cases ...] [--repeats 3] [--rtol 1e-6]
+       [--max-iter 300] [--settings threads auto one unlimited]
 Do not set OPENBLAS_NUM_THREADS: the script compares the settings itself.
 """
 from __future__ import annotations
@@ -119,10 +121,6 @@ def cases(rtol, max_iter):
     return out
 
 
-def has_option():
-    return "blas_threads" in nsopt.solvers.SOLVERS["dcd"].option_table()
-
-
 @contextlib.contextmanager
 def _inner_limits_lifted():
     """nsopt's own one-thread blocks (newton-cg/newton-cd steps, the dual-point certifier)
@@ -143,11 +141,7 @@ def _inner_limits_lifted():
 
 
 def timed(run, setting):
-    kw = {}
-    if setting == "auto":
-        kw = {"blas_threads": "auto"}
-    elif has_option():
-        kw = {"blas_threads": "keep"}
+    kw = {"blas_threads": "auto" if setting == "auto" else "keep"}
     ctx = (threadpoolctl.threadpool_limits(limits=1, user_api="blas") if setting == "one"
            else _inner_limits_lifted() if setting == "unlimited"
            else contextlib.nullcontext())
@@ -166,10 +160,9 @@ def main(argv=None):
     ap.add_argument("--rtol", type=float, default=1e-6)
     ap.add_argument("--max-iter", type=int, default=300,
                     help="iteration cap: the same work in every setting (never a time cap)")
-    ap.add_argument("--settings", nargs="*", default=["threads", "one"])
+    ap.add_argument("--settings", nargs="*", default=["threads", "auto", "one"],
+                    choices=["threads", "auto", "one", "unlimited"])
     args = ap.parse_args(argv)
-    if "auto" in args.settings and not has_option():
-        sys.exit("this nsopt has no blas_threads option: drop 'auto' from --settings")
     warnings.simplefilter("ignore")
     print("BLAS:", [(i["prefix"], i["num_threads"]) for i in threadpoolctl.threadpool_info()
                     if i["user_api"] == "blas"])
