@@ -190,3 +190,24 @@ def test_nested_limits_keep_the_outer_one(two_threads):
             assert blas_threads_now() == [1]
         assert blas_threads_now() == [1]
     assert blas_threads_now() == [2]
+
+
+@pytest.mark.parametrize("method, loss", [("dcd", "Logistic"), ("newton-cg", "Logistic"),
+                                          ("ls-bmrm", "Hinge")])
+def test_every_oracle_call_of_a_run_on_one_thread(two_threads, monkeypatch, method, loss):
+    """Every call through the run's counting oracle (init's, the steps', the final settle's)
+    sees one thread: dcd's init and the loop's settle used to run outside any limit."""
+    from nsopt.oracle import CountingOracle
+
+    seen = []
+    evaluate = CountingOracle.evaluate
+
+    def spy(self, *args, **kwargs):
+        seen.append(tuple(blas_threads_now()))
+        return evaluate(self, *args, **kwargs)
+    monkeypatch.setattr(CountingOracle, "evaluate", spy)
+    X, y = nsopt.datasets.make_sparse_binary(80, 6, random_state=1)
+    J = nsopt.RegularizedRisk(getattr(nsopt.losses, loss)(X, y), lam=1e-2)
+    res = nsopt.minimize(J, method=method, rtol=1e-6)
+    assert res.success and seen and set(seen) == {(1,)}
+    assert blas_threads_now() == [2]
