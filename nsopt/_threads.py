@@ -102,8 +102,8 @@ def _one_blas_thread():
 
 
 def _dense_entries(problem) -> int:
-    """The entries of the largest dense data block the problem declares (its loss's
-    ``data.X``; 0 for sparse data or a problem without data, e.g. a user's oracle)."""
+    """The entries of the dense data matrix the problem declares (its loss's ``data.X``;
+    0 for sparse data or a problem without one, e.g. a user's oracle)."""
     loss = getattr(problem, "loss", None)
     X = getattr(getattr(loss, "data", None), "X", None)
     if X is None or sp.issparse(X) or not hasattr(X, "shape") or len(X.shape) != 2:

@@ -206,8 +206,8 @@ def minimize(problem, method_or_x0=None, x0=None, *, method: str | None = None, 
         threads. OpenBLAS's idle workers spin and take the core the loop's next compiled
         kernel needs, and small blocks gain nothing from threads: the largest eigenvalue of
         ``benchmarks/any_oracle.py`` took 7-10x the CPU time with the default threads than
-        on one (``docs/solvers.md``, "BLAS threads during a run"). The caller's setting is restored when the
-        run ends, also on an exception or Ctrl-C.
+        on one (``docs/solvers.md``, "BLAS threads during a run"). The caller's setting is
+        restored when the run ends, also on an exception or Ctrl-C.
 
     Returns
     -------

@@ -86,7 +86,7 @@ COMMON_OPTIONS = {
                            Interval(Integral, 1, None, closed="left"),
                            doc="BLAS threads during the run (nsopt._threads): 'auto' (one, "
                                "unless the data hold a large dense block), 'keep' or None "
-                               "(as configured), or at most this many; the setting is "
+                               "(as configured), or this many; the caller's setting is "
                                "restored after the run"),
     "certify_every": Option(1, Interval(Integral, 1, None, closed="left"),
                             doc="solve the certifier's master dual every this many iterations"),
