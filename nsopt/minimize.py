@@ -205,7 +205,7 @@ def minimize(problem, method_or_x0=None, x0=None, *, method: str | None = None, 
         ``"keep"`` or None leaves BLAS as configured; an integer ``n >= 1`` runs on ``n``
         threads. OpenBLAS's idle workers spin and take the core the loop's next compiled
         kernel needs, and small blocks gain nothing from threads: the largest eigenvalue of
-        ``benchmarks/any_oracle.py`` took 7-10x the CPU time with the default threads than
+        ``benchmarks/any_oracle.py`` took 7-20x the CPU time with the default threads than
         on one (``docs/solvers.md``, "BLAS threads during a run"). The caller's setting is
         restored when the run ends, also on an exception or Ctrl-C.
 
