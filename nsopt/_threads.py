@@ -29,6 +29,7 @@ the solver works and lift it while the caller's code runs between two states
 from __future__ import annotations
 
 import contextlib
+import threading
 
 import scipy.sparse as sp
 
@@ -54,39 +55,62 @@ def _controller():
     return _CONTROLLER[0]
 
 
+class _Level:
+    """One BLAS setting nsopt holds: ``n`` threads, for ``count`` entered limits, restored by
+    ``limiter`` (threadpoolctl's, None without it) when the last of them exits."""
+
+    __slots__ = ("n", "count", "limiter")
+
+    def __init__(self, n: int, limiter):
+        self.n, self.count, self.limiter = n, 1, limiter
+
+
+_LEVELS: list = []   # the settings nsopt holds, innermost last (process-wide, as BLAS's is)
+_LOCK = threading.Lock()
+
+
 class _Limit:
     """A context in which BLAS runs on ``n`` threads (threadpoolctl's limiter; a no-op
-    without threadpoolctl). Entered again inside a limit of the same ``n`` that nsopt holds
-    (each resumption of a run under :meth:`~nsopt.solvers.Solver.solve`, each step's own
-    one-thread block) it does nothing: threadpoolctl's limit costs some 15 us an entry.
-    The record of what nsopt holds is process-wide, as the BLAS setting itself is."""
+    without threadpoolctl).
 
-    __slots__ = ("n", "limiter", "outer")
+    Entered while nsopt already holds ``n`` (each resumption of a run under
+    :meth:`~nsopt.solvers.Solver.solve`, each Newton step's own one-thread block, a second
+    run in another Python thread) it only counts itself: threadpoolctl's limit costs some
+    15 us an entry, and the caller's setting comes back when the *last* holder exits,
+    whichever thread opened the limit (two concurrent runs do not restore it under each
+    other)."""
+
+    __slots__ = ("n", "level")
 
     def __init__(self, n: int):
-        self.n, self.limiter, self.outer = n, None, None
+        self.n, self.level = n, None
 
     def __enter__(self):
-        self.outer = _HELD[0]
-        if self.outer != self.n:
+        with _LOCK:
+            top = _LEVELS[-1] if _LEVELS else None
+            if top is not None and top.n == self.n:
+                top.count += 1
+                self.level = top
+                return self
             controller = _controller()
             try:
-                self.limiter = (None if controller is None
-                                else controller.limit(limits=self.n, user_api="blas"))
+                limiter = (None if controller is None
+                           else controller.limit(limits=self.n, user_api="blas"))
             except Exception:   # noqa: BLE001 (a library that refuses: run as configured)
-                self.limiter = None
-            _HELD[0] = self.n
+                limiter = None
+            self.level = _Level(self.n, limiter)
+            _LEVELS.append(self.level)
         return self
 
     def __exit__(self, *exc):
-        limiter, self.limiter = self.limiter, None
-        _HELD[0] = self.outer
-        if limiter is not None:
-            limiter.__exit__(None, None, None)   # the setting from before the entry
+        with _LOCK:
+            level, self.level = self.level, None
+            level.count -= 1
+            if level.count == 0:
+                _LEVELS.remove(level)
+                if level.limiter is not None:
+                    level.limiter.__exit__(None, None, None)   # the setting before it
         return False
-
-
-_HELD = [None]   # the thread count nsopt's innermost entered _Limit set (None: none)
 
 
 def _limit(n: int) -> _Limit:

@@ -214,3 +214,23 @@ def test_every_oracle_call_of_a_run_on_one_thread(two_threads, monkeypatch, meth
     res = nsopt.minimize(J, method=method, rtol=1e-6)
     assert res.success and seen and set(seen) == {(1,)}
     assert blas_threads_now() == [2]
+
+
+def test_overlapping_runs_restore_once_the_last_ends(two_threads):
+    """Two runs that overlap without nesting (two Python threads, or two interleaved
+    ``iterate`` loops): A opens the limit, B joins it, A ends first. B goes on on one thread,
+    the caller's setting comes back when B ends, and a later run limits again. (Driven from
+    one thread: OpenBLAS started with OPENBLAS_NUM_THREADS=1, as the suite is, ignores a
+    limit set from another thread.)"""
+    a, b = _threads.blas_limit("auto", None), _threads.blas_limit("auto", None)
+    a.__enter__()
+    b.__enter__()
+    assert blas_threads_now() == [1]
+    a.__exit__(None, None, None)
+    assert blas_threads_now() == [1]          # b still runs: not restored under it
+    b.__exit__(None, None, None)
+    assert blas_threads_now() == [2] and not _threads._LEVELS
+    later = []
+    nsopt.minimize(recording_oracle(later), method="proximal-bundle", x0=np.zeros(3),
+                   radius=10.0, max_iter=3)
+    assert set(later) == {(1,)} and blas_threads_now() == [2]
