@@ -16,9 +16,10 @@ The policy (:func:`blas_limit`), with threadpoolctl as the mechanism (a dependen
 and of scikit-learn; should it fail to load, every setting runs BLAS as configured):
 
 * ``"auto"`` (the default): the run on one BLAS thread, unless the problem holds a dense
-  block large enough for threads to pay (:func:`auto_threads`);
-* ``"keep"`` or ``None``: BLAS as the user configured it, untouched;
-* an integer ``n >= 1``: the run on ``n`` threads.
+  block large enough for threads to pay (:func:`auto_threads`); the solvers' own one-thread
+  blocks (:func:`_one_blas_thread`: the Newton steps, the dual-point certifier) on one;
+* ``"keep"`` or ``None``: BLAS as the user configured it, untouched, those blocks included;
+* an integer ``n >= 1``: the run on ``n`` threads, those blocks included.
 
 The user's setting is restored when the run ends, also on an exception or Ctrl-C:
 :meth:`~nsopt.solvers.Solver.solve` holds the limit for the whole run;
@@ -56,13 +57,15 @@ def _controller():
 
 
 class _Level:
-    """One BLAS setting nsopt holds: ``n`` threads, for ``count`` entered limits, restored by
-    ``limiter`` (threadpoolctl's, None without it) when the last of them exits."""
+    """One BLAS setting nsopt holds: ``n`` threads (None: as configured), for ``count``
+    entered limits, restored by ``limiter`` (threadpoolctl's, None without it or for
+    ``n=None``) when the last of them exits; ``explicit`` when the user chose it
+    (``blas_threads="keep"`` or a count), not nsopt."""
 
-    __slots__ = ("n", "count", "limiter")
+    __slots__ = ("n", "explicit", "count", "limiter")
 
-    def __init__(self, n: int, limiter):
-        self.n, self.count, self.limiter = n, 1, limiter
+    def __init__(self, n, explicit: bool, limiter):
+        self.n, self.explicit, self.count, self.limiter = n, explicit, 1, limiter
 
 
 _LEVELS: list = []   # the settings nsopt holds, innermost last (process-wide, as BLAS's is)
@@ -71,40 +74,45 @@ _LOCK = threading.Lock()
 
 class _Limit:
     """A context in which BLAS runs on ``n`` threads (threadpoolctl's limiter; a no-op
-    without threadpoolctl).
+    without threadpoolctl), or, with ``n=None``, as configured.
 
-    Entered while nsopt already holds ``n`` (each resumption of a run under
-    :meth:`~nsopt.solvers.Solver.solve`, each Newton step's own one-thread block, a second
-    run in another Python thread) it only counts itself: threadpoolctl's limit costs some
-    15 us an entry, and the caller's setting comes back when the *last* holder exits,
-    whichever thread opened the limit (two concurrent runs do not restore it under each
-    other)."""
+    ``explicit=False`` is nsopt's own choice (``"auto"``, a solver's one-thread block): it
+    gives way to a user's explicit setting in force (``blas_threads="keep"`` or a count)
+    and does nothing there. Entered while nsopt already holds the same setting (each
+    resumption of a run under :meth:`~nsopt.solvers.Solver.solve`, each Newton step's
+    one-thread block, an overlapping run) it only counts itself: threadpoolctl's limit costs
+    some 15 us an entry, and the caller's setting comes back when the *last* holder exits,
+    whichever opened it (overlapping runs do not restore it under each other)."""
 
-    __slots__ = ("n", "level")
+    __slots__ = ("n", "explicit", "level")
 
-    def __init__(self, n: int):
-        self.n, self.level = n, None
+    def __init__(self, n, explicit: bool = False):
+        self.n, self.explicit, self.level = n, explicit, None
 
     def __enter__(self):
         with _LOCK:
             top = _LEVELS[-1] if _LEVELS else None
-            if top is not None and top.n == self.n:
+            if top is not None and top.explicit and not self.explicit:
+                return self                      # the user's choice holds
+            if top is not None and top.n == self.n and top.explicit == self.explicit:
                 top.count += 1
                 self.level = top
                 return self
             controller = _controller()
             try:
-                limiter = (None if controller is None
+                limiter = (None if controller is None or self.n is None
                            else controller.limit(limits=self.n, user_api="blas"))
             except Exception:   # noqa: BLE001 (a library that refuses: run as configured)
                 limiter = None
-            self.level = _Level(self.n, limiter)
+            self.level = _Level(self.n, self.explicit, limiter)
             _LEVELS.append(self.level)
         return self
 
     def __exit__(self, *exc):
         with _LOCK:
             level, self.level = self.level, None
+            if level is None:
+                return False
             level.count -= 1
             if level.count == 0:
                 _LEVELS.remove(level)
@@ -113,15 +121,16 @@ class _Limit:
         return False
 
 
-def _limit(n: int) -> _Limit:
+def _limit(n, explicit: bool = False) -> _Limit:
     """A context in which BLAS runs on ``n`` threads (see :class:`_Limit`)."""
-    return _Limit(n)
+    return _Limit(n, explicit)
 
 
 def _one_blas_thread():
     """A context in which BLAS runs on one thread (threadpoolctl's controller, made once; a
-    no-op without it): the certifier's products are small, and threads woken for them cost
-    more than the arithmetic on a busy machine."""
+    no-op without it, and under a user's explicit ``blas_threads``): the certifier's and the
+    Newton steps' products are small, and threads woken for them cost more than the
+    arithmetic on a busy machine."""
     return _limit(1)
 
 
@@ -156,9 +165,13 @@ def threads_for(setting, problem) -> int | None:
 
 def blas_limit(setting, problem):
     """A context manager that holds the run's BLAS limit (:func:`threads_for`) and restores
-    the user's setting on exit, also on an exception or ``KeyboardInterrupt``."""
-    n = threads_for(setting, problem)
-    return contextlib.nullcontext() if n is None else _limit(n)
+    the user's setting on exit, also on an exception or ``KeyboardInterrupt``. A user's
+    explicit setting (``"keep"``, None, a count) holds inside too: nsopt's own one-thread
+    blocks (:func:`_one_blas_thread`) give way to it."""
+    if setting == "auto":
+        n = auto_threads(problem)
+        return contextlib.nullcontext() if n is None else _limit(n)
+    return _limit(threads_for(setting, problem), explicit=True)
 
 
 def limited(generator, make_limit):

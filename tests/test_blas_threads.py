@@ -173,20 +173,25 @@ def test_one_blas_thread_still_importable_from_certificate():
     assert _one_blas_thread is _threads._one_blas_thread
 
 
-def test_nested_limits_keep_the_outer_one(two_threads):
+@pytest.mark.parametrize("setting, inside", [("auto", (1,)), ("keep", (2,)), (None, (2,)),
+                                             (2, (2,))])
+def test_nested_limits_keep_the_outer_one(two_threads, setting, inside):
     """A one-thread block entered inside the run's limit (the Newton steps', the dual-point
-    certifier's) leaves the run on one thread when it exits; outside a run it restores the
+    certifier's) leaves the run on one thread when it exits under "auto", and gives way to a
+    user's explicit setting ("keep", None, a count); outside a run it limits and restores the
     caller's setting."""
     seen = []
 
     def vs(x):
         with _threads._one_blas_thread():
-            pass
+            seen.append(tuple(blas_threads_now()))
         seen.append(tuple(blas_threads_now()))
         return float(np.abs(x - 1.0).sum()), np.sign(x - 1.0)
     f = nsopt.FunctionOracle(value_and_subgradient=vs, dim=3)
-    nsopt.minimize(f, method="proximal-bundle", x0=np.zeros(3), radius=10.0, max_iter=5)
-    assert seen and set(seen) == {(1,)}
+    nsopt.minimize(f, method="proximal-bundle", x0=np.zeros(3), radius=10.0, max_iter=5,
+                   blas_threads=setting)
+    assert seen and set(seen) == {inside}
+    assert blas_threads_now() == [2] and not _threads._LEVELS
     with _threads._one_blas_thread():
         assert blas_threads_now() == [1]
         with _threads._one_blas_thread():
