@@ -10,11 +10,10 @@ all in one process and one run; printed per setting: the median wall seconds and
 *process CPU* seconds (``time.process_time``: every thread of the process, so spinning
 workers count even when the machine is loaded), and the ratios to the first setting.
 
-Settings: ``threads`` (BLAS as configured: OpenBLAS starts one thread per core; with
-``blas_threads="keep"``), ``one`` (``threadpoolctl.threadpool_limits(1, "blas")`` around the
-run), ``unlimited`` (as ``threads``, and nsopt's own one-thread blocks lifted: the Newton
-steps' and the dual-point certifier's linear algebra) and ``auto`` (nsopt's default,
-``blas_threads="auto"``).
+Settings: ``threads`` (``blas_threads="keep"``: BLAS as configured, where OpenBLAS starts
+one thread per core, in the solvers' own one-thread blocks too: the Newton steps, the
+dual-point certifier), ``one`` (``threadpoolctl.threadpool_limits(1, "blas")`` around the
+run) and ``auto`` (nsopt's default, ``blas_threads="auto"``).
 
 Cases: the any-oracle functions of ``benchmarks/any_oracle.py`` (with the box of that
 script, level-bundle and proximal-bundle to a certified ``--rtol`` or ``--max-iter``
@@ -25,7 +24,7 @@ blocks: ls-bmrm on dense logistic risks of 1e6 to 2e7 entries, newton-cg on a de
 that size (no nsopt run: there ``auto`` is ``threads``).
 
 Usage: python benchmarks/blas_threads.py [--cases ...] [--repeats 3] [--rtol 1e-6]
-       [--max-iter 300] [--settings threads auto one unlimited]
+       [--max-iter 300] [--settings threads auto one]
 Do not set OPENBLAS_NUM_THREADS: the script compares the settings itself.
 """
 from __future__ import annotations
@@ -121,29 +120,9 @@ def cases(rtol, max_iter):
     return out
 
 
-@contextlib.contextmanager
-def _inner_limits_lifted():
-    """nsopt's own one-thread blocks (newton-cg/newton-cd steps, the dual-point certifier)
-    left on the configured threads: what threads would give there."""
-    import nsopt.certificate
-    import nsopt.solvers.newton_cd
-    import nsopt.solvers.newton_cg
-
-    modules = (nsopt.certificate, nsopt.solvers.newton_cd, nsopt.solvers.newton_cg)
-    saved = [m._one_blas_thread for m in modules]
-    for m in modules:
-        m._one_blas_thread = contextlib.nullcontext
-    try:
-        yield
-    finally:
-        for m, f in zip(modules, saved):
-            m._one_blas_thread = f
-
-
 def timed(run, setting):
     kw = {"blas_threads": "auto" if setting == "auto" else "keep"}
     ctx = (threadpoolctl.threadpool_limits(limits=1, user_api="blas") if setting == "one"
-           else _inner_limits_lifted() if setting == "unlimited"
            else contextlib.nullcontext())
     with ctx:
         c0, t0 = time.process_time(), time.perf_counter()
@@ -161,7 +140,7 @@ def main(argv=None):
     ap.add_argument("--max-iter", type=int, default=300,
                     help="iteration cap: the same work in every setting (never a time cap)")
     ap.add_argument("--settings", nargs="*", default=["threads", "auto", "one"],
-                    choices=["threads", "auto", "one", "unlimited"])
+                    choices=["threads", "auto", "one"])
     args = ap.parse_args(argv)
     warnings.simplefilter("ignore")
     print("BLAS:", [(i["prefix"], i["num_threads"]) for i in threadpoolctl.threadpool_info()
