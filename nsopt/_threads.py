@@ -7,10 +7,11 @@ BLAS calls (matrix-vector products over a few hundred columns, a master problem'
 spinning workers take the core the next kernel needs, and threads gain nothing on small
 blocks. Measured on a shared 2-core machine (``benchmarks/blas_threads.py``,
 ``docs/solvers.md``, "BLAS threads during a run"): with the default threads the any-oracle
-runs of ``benchmarks/any_oracle.py`` took up to 4-10x the process CPU time they take on one
-thread (the L1 fit, the largest eigenvalue, a hinge risk as a bare oracle), dense logistic
-risks 1.7-5x; the sparse linear models' cells were indifferent; no case measured gained from
-threads below about 2**25 dense entries.
+runs of ``benchmarks/any_oracle.py`` took 4-20x the process CPU time they take on one
+thread on the L1 fit, the largest eigenvalue and a hinge risk as a bare oracle (the
+Chebyshev fit and the level method on a max of affine functions were indifferent), dense
+logistic risks 1.7-5x; the sparse linear models' cells were indifferent; no case measured
+gained from threads below about 2**25 dense entries.
 
 The policy (:func:`blas_limit`), with threadpoolctl as the mechanism (a dependency of nsopt,
 and of scikit-learn; should it fail to load, every setting runs BLAS as configured):
