@@ -209,6 +209,9 @@ def limited(generator, make_limit):
                 except StopIteration:
                     return
             yield item
+            # let the item go before the next one is made: a solver's State holds d-vectors,
+            # and the loop builds the next state (and the result) while this name held it
+            del item
     finally:
         with make_limit():
             generator.close()
