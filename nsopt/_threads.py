@@ -57,37 +57,11 @@ def _controller():
     return _CONTROLLER[0]
 
 
-def _try(f, *args):
-    try:
-        return f(*args)
-    except Exception:   # noqa: BLE001 (a library that refuses: run as configured)
-        return None
-
-
-def _set_threads(n: int) -> list:
-    """Set every loaded BLAS library (threadpoolctl's per-library controllers, found once) to
-    ``n`` threads; the ``(library, threads before)`` pairs to restore. A library already on
-    ``n`` is left alone. (threadpoolctl's own ``limit`` context rescans what it controls and
-    costs some 60 us an entry and exit; this, two calls per library.)"""
-    controller = _controller()
-    if controller is None:
-        return []
-    changed = []
-    for lib in controller.lib_controllers:
-        if lib.user_api != "blas":
-            continue
-        before = _try(lib.get_num_threads)
-        if before is not None and before != n:
-            _try(lib.set_num_threads, n)
-            changed.append((lib, before))
-    return changed
-
-
 class _Level:
     """One BLAS setting nsopt holds: ``n`` threads (None: as configured), for ``count``
-    entered limits, restored from ``limiter`` (``(library, threads before)`` pairs) when the
-    last of them exits; ``explicit`` when the user chose it (``blas_threads="keep"`` or a
-    count), not nsopt."""
+    entered limits, restored by ``limiter`` (threadpoolctl's, None without it or for
+    ``n=None``) when the last of them exits; ``explicit`` when the user chose it
+    (``blas_threads="keep"`` or a count), not nsopt."""
 
     __slots__ = ("n", "explicit", "count", "limiter")
 
@@ -125,8 +99,17 @@ class _Limit:
                 top.count += 1
                 self.level = top
                 return self
-            self.level = _Level(self.n, self.explicit,
-                                None if self.n is None else _set_threads(self.n))
+            controller = _controller()
+            try:
+                # threadpoolctl's limiter, not a bare set_num_threads: it also hands back
+                # OpenBLAS's "controlling thread" when done (threadpoolctl lets one Python
+                # thread at a time set OpenBLAS's shared pool; a thread that set it and never
+                # let go would silence every other thread's limits)
+                limiter = (None if controller is None or self.n is None
+                           else controller.limit(limits=self.n, user_api="blas"))
+            except Exception:   # noqa: BLE001 (a library that refuses: run as configured)
+                limiter = None
+            self.level = _Level(self.n, self.explicit, limiter)
             _LEVELS.append(self.level)
         return self
 
@@ -138,8 +121,8 @@ class _Limit:
             level.count -= 1
             if level.count == 0:
                 _LEVELS.remove(level)
-                for lib, before in level.limiter or ():
-                    _try(lib.set_num_threads, before)   # the setting before it
+                if level.limiter is not None:
+                    level.limiter.__exit__(None, None, None)   # the setting before it
         return False
 
 

@@ -239,3 +239,33 @@ def test_overlapping_runs_restore_once_the_last_ends(two_threads):
     nsopt.minimize(recording_oracle(later), method="proximal-bundle", x0=np.zeros(3),
                    radius=10.0, max_iter=3)
     assert set(later) == {(1,)} and blas_threads_now() == [2]
+
+
+def test_a_run_in_another_thread_leaves_blas_control():
+    """threadpoolctl lets one Python thread at a time set OpenBLAS's shared pool: a run in a
+    thread that lives on (a worker's) must hand that control back, or the main thread's own
+    limits are silently ignored afterwards."""
+    import threading
+
+    ran, release = threading.Event(), threading.Event()
+
+    def work():
+        try:
+            nsopt.minimize(recording_oracle([]), method="proximal-bundle", x0=np.zeros(3),
+                           radius=10.0, max_iter=3, blas_threads=2)
+        finally:
+            ran.set()
+            release.wait(30)
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    try:
+        assert ran.wait(60)
+        with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
+            took = blas_threads_now()
+        with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
+            took_one = blas_threads_now()
+    finally:
+        release.set()
+        worker.join(60)
+    assert took == [2] and took_one == [1]
