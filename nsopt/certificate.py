@@ -61,6 +61,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._digest import array_digest
+from ._threads import _one_blas_thread  # noqa: F401 (moved to _threads; kept importable here)
 from .oracle import frozen
 from .regularizers import scaled_conjugate
 
@@ -1260,27 +1261,3 @@ def _solve_psd(G: np.ndarray, e: np.ndarray) -> np.ndarray:
                                       check_finite=False)
     except (np.linalg.LinAlgError, ValueError):
         return np.linalg.lstsq(ridged, e, rcond=None)[0]
-
-
-_BLAS = []   # the ThreadpoolController, made on first use (None: threadpoolctl missing)
-
-
-def _one_blas_thread():
-    """A context in which BLAS runs on one thread (threadpoolctl's controller, made once; a
-    no-op without it): the certifier's products are small, and threads woken for them cost
-    more than the arithmetic on a busy machine."""
-    import contextlib
-
-    if not _BLAS:
-        try:
-            from threadpoolctl import ThreadpoolController
-            _BLAS.append(ThreadpoolController())
-        except Exception:   # noqa: BLE001 (absent or broken: run as configured)
-            _BLAS.append(None)
-    controller = _BLAS[0]
-    if controller is None:
-        return contextlib.nullcontext()
-    try:
-        return controller.limit(limits=1, user_api="blas")
-    except Exception:   # noqa: BLE001
-        return contextlib.nullcontext()

@@ -198,6 +198,18 @@ def minimize(problem, method_or_x0=None, x0=None, *, method: str | None = None, 
         (0 by default), a ball said to hold a minimiser (every method); see
         ``docs/solvers.md``, "Any convex function".
 
+        Every method also takes ``blas_threads``, the BLAS threads (numpy's and scipy's
+        OpenBLAS, through threadpoolctl) during the run, oracle calls and callbacks
+        included: ``"auto"`` (default) runs on one thread unless the problem's data hold a
+        dense block of at least :data:`nsopt._threads.AUTO_DENSE_ENTRIES` (2**26) entries;
+        ``"keep"`` or None leaves BLAS as configured; an integer ``n >= 1`` runs on ``n``
+        threads (under either, also the solvers' own one-thread blocks, as the Newton
+        steps'). OpenBLAS's idle workers spin and take the core the loop's next compiled
+        kernel needs, and small blocks gain nothing from threads: the largest eigenvalue of
+        ``benchmarks/any_oracle.py`` took 7-20x the CPU time with the default threads than
+        on one (``docs/solvers.md``, "BLAS threads during a run"). The caller's setting is
+        restored when the run ends, also on an exception or Ctrl-C.
+
     Returns
     -------
     Result

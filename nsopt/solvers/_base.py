@@ -18,8 +18,9 @@ from typing import Any, Callable, Iterator, NamedTuple
 
 import numpy as np
 
-from .._validation import (Boolean, Interval, NoneOr, Option, Satisfies, check_callback,
-                           check_vector, validate_options)
+from .._threads import blas_limit, limited
+from .._validation import (Boolean, Interval, NoneOr, Option, Options, Satisfies,
+                           check_callback, check_vector, validate_options)
 from ..certificate import Certificate, L1DualCertifier, OraclePlanes, PlaneCertifier
 from ..oracle import (CountingOracle, Evaluation, NonConvexError, Oracle, OracleNumericalError, freeze,
                       rounding_allowance)
@@ -81,6 +82,12 @@ COMMON_OPTIONS = {
                          "lower bound for any oracle"),
     "centre": Option(None, NoneOr(Satisfies(_centre, "a 1-D array of finite numbers")),
                      doc="the centre of the radius ball (None: the origin)"),
+    "blas_threads": Option("auto", NoneOr(Options(("auto", "keep"))),
+                           Interval(Integral, 1, None, closed="left"),
+                           doc="BLAS threads during the run (nsopt._threads): 'auto' (one, "
+                               "unless the data hold a large dense block), 'keep' or None "
+                               "(as configured), or this many; the caller's setting is "
+                               "restored after the run"),
     "certify_every": Option(1, Interval(Integral, 1, None, closed="left"),
                             doc="solve the certifier's master dual every this many iterations"),
     "certify_planes": Option(100, Interval(Integral, 2, None, closed="left"),
@@ -475,6 +482,11 @@ class Solver:
         Times (the rows' ``time``, ``Result.time``, ``max_time``) leave out numba's compilation
         of kernels (:class:`~nsopt.solvers._clock.RunClock`).
         """
+        # the BLAS limit holds while the loop works, not while the caller holds a state
+        yield from limited(self._run(problem, x0, callback),
+                           lambda: blas_limit(self.config["blas_threads"], problem))
+
+    def _run(self, problem, x0, callback):
         with RunClock() as clock:
             yield from self._loop(problem, x0, callback, clock)
 
@@ -641,12 +653,19 @@ class Solver:
         (``x, fun, nit, lower_bound, gap, time, nfev``), after the step's bounds are
         collected, on every step including the last.
         """
-        for state, out, status in self.run(problem, x0, callback):
-            if status is not None:
-                return out
-            # let the yielded state go: after the last step the loop builds the result while
-            # this name would still hold the state before it (d-vectors at large d)
-            del state
+        # the BLAS limit (option blas_threads) for the whole run, the user's setting restored
+        # on the way out, also on an exception or Ctrl-C
+        with blas_limit(self.config["blas_threads"], problem):
+            run = self.run(problem, x0, callback)   # its own limit is then already in force
+            try:
+                for state, out, status in run:
+                    if status is not None:
+                        return out
+                    # let the yielded state go: after the last step the loop builds the result
+                    # while this name would still hold the state before it (d-vectors at large d)
+                    del state
+            finally:
+                run.close()   # under the limit: the clock's listener goes now, not at collection
         raise AssertionError("unreachable")  # pragma: no cover
 
     def iterate(self, problem, x0=None) -> Iterator:
