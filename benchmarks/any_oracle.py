@@ -53,6 +53,9 @@ column of a row names the option given. A method that refuses its option (``Type
 Run with ``OPENBLAS_NUM_THREADS=1`` (and ``OMP_NUM_THREADS=1``): the oracles' small BLAS and
 LAPACK calls (the 30 x 30 ``eigh`` of ``max-eigenvalue``) woke threads that cost more than the
 arithmetic; on 2 cores that row took 3.4-3.9 s instead of 0.13-0.52 s with the same 153 calls.
+nsopt's runs now hold one BLAS thread themselves (``blas_threads="auto"``, the default:
+``docs/solvers.md``, "BLAS threads during a run"); the variable gives cvxpy's solvers the same
+setting, so the ratios compare like with like.
 
 Usage: OPENBLAS_NUM_THREADS=1 python benchmarks/any_oracle.py [--functions ...] [--methods level-bundle
        proximal-bundle subbfgs sublbfgs] [--tols 1e-3 1e-6 1e-8] [--max-time 20]
