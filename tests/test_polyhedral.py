@@ -339,6 +339,46 @@ def test_prox_master_falls_back_to_osqp_when_highs_fails(monkeypatch):
     assert beta2.sum() == pytest.approx(1.0) and np.all(y2 >= 0)
 
 
+def test_prox_master_bounds_highs_work_and_a_hit_bound_falls_back(monkeypatch):
+    """HiGHS's QP once cycled without end on a random degenerate master: every solve gets an
+    iteration and a time bound that HiGHS accepts (its setOptionValue reports kOk), and a
+    solve stopped by the bound is answered by OSQP, feasible and the same minimiser."""
+    from nsopt.bundle import PlaneBundle
+    from nsopt.solvers import _polyhedral
+
+    oracle, expr, lb, ub, G, h = make_case("l1", 9)
+    rng = np.random.default_rng(1)
+    bundle = PlaneBundle(lb.size, evidence="points")
+    for _ in range(8):
+        x = rng.uniform(lb, ub)
+        f, g = oracle.value_and_subgradient(x)
+        bundle.add_at(x, f, g)
+    centre = np.zeros(lb.size)
+    reference = _polyhedral.rows_prox_master(bundle, 3.0, centre, lb, ub, (G, h))
+    real = _polyhedral._highs_class()
+    seen = {}
+
+    class Recording(real):
+        def setOptionValue(self, name, value):
+            status = super().setOptionValue(name, value)
+            seen[name] = (value, str(status))
+            return status
+
+    monkeypatch.setattr(_polyhedral, "_highs_class", lambda: Recording)
+    _polyhedral.rows_prox_master(bundle, 3.0, centre, lb, ub, (G, h))
+    assert seen["qp_iteration_limit"][0] >= 1000 and "kOk" in seen["qp_iteration_limit"][1]
+    assert seen["time_limit"][0] > 0 and "kOk" in seen["time_limit"][1]
+    monkeypatch.setattr(_polyhedral, "highs_qp_limits",
+                        lambda *a: {"qp_iteration_limit": 0, "time_limit": 60.0})
+    fallbacks = []
+    osqp = _polyhedral._osqp_prox
+    monkeypatch.setattr(_polyhedral, "_osqp_prox", lambda *a: fallbacks.append(1) or osqp(*a))
+    beta, y, x = _polyhedral.rows_prox_master(bundle, 3.0, centre, lb, ub, (G, h))
+    assert fallbacks == [1]   # the bound stopped HiGHS: OSQP answered
+    np.testing.assert_allclose(x, reference[2], atol=1e-5)
+    assert feasible(x, lb, ub, G, h)
+
+
 # ---------------------------------------------------------------------------- equalities
 def f_star_eq(expr, lb, ub, G, h, E, e):
     import cvxpy as cp

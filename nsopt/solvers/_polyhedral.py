@@ -165,6 +165,23 @@ class PolyhedralLevelBundle(LevelBundle):
 LevelBundle.rows_variant = PolyhedralLevelBundle
 
 
+#: HiGHS's active-set QP was seen to cycle without end on a random degenerate master (a
+#: hypothesis draw): its work is bounded, and a solve that hits a bound is a failed solve
+#: (OSQP takes over, as after HiGHS's "solve error"). The iteration bound is deterministic
+#: (an active-set solve changes the active set about once per constraint it meets); the
+#: time bound is the backstop
+HIGHS_QP_ITERATIONS_PER_CONSTRAINT = 50
+HIGHS_QP_SECONDS = 60.0
+
+
+def highs_qp_limits(n_planes: int, n_rows: int, dim: int) -> dict:
+    """HiGHS options bounding one master QP's work (see
+    :data:`HIGHS_QP_ITERATIONS_PER_CONSTRAINT`)."""
+    constraints = n_planes + n_rows + dim + 1
+    return {"qp_iteration_limit": int(HIGHS_QP_ITERATIONS_PER_CONSTRAINT * constraints + 1000),
+            "time_limit": float(HIGHS_QP_SECONDS)}
+
+
 def rows_prox_master(bundle: PlaneBundle, u: float, centre, lb, ub, constraints, n_eq=0):
     r"""The trust-region bundle's master problem over :math:`P`,
 
@@ -172,7 +189,8 @@ def rows_prox_master(bundle: PlaneBundle, u: float, centre, lb, ub, constraints,
 
     as the QP :math:`\min_{x, t}\ t + \tfrac u2\|x\|^2 - u\,c^T x` s.t. :math:`\langle a_i,
     x\rangle - t \le -b_i`, :math:`A_{ub} x \le b_{ub}`, :math:`lb \le x \le ub`, solved by
-    HiGHS's QP solver (an active-set method; the model is rebuilt at each call). Returns
+    HiGHS's QP solver (an active-set method; the model is rebuilt at each call; its work
+    bounded by :func:`highs_qp_limits`, OSQP when HiGHS fails or hits a bound). Returns
     ``(beta, y, x)``: the planes' multipliers (made feasible), the rows' (clipped and
     scaled alike) and the minimiser; None when HiGHS reports no optimum. ``n_eq``: the last
     ``2 n_eq`` rows are equality pairs (:func:`~nsopt.solvers._region.constraint_rows`)."""
@@ -189,6 +207,8 @@ def rows_prox_master(bundle: PlaneBundle, u: float, centre, lb, ub, constraints,
     h.setOptionValue("threads", 1)
     h.setOptionValue("primal_feasibility_tolerance", 1e-10)
     h.setOptionValue("dual_feasibility_tolerance", 1e-10)
+    for name, value in highs_qp_limits(n, A_ub.shape[0], d).items():
+        h.setOptionValue(name, value)
     inf = float(h.getInfinity())
     empty_i, empty_v = np.zeros(0, dtype=np.int32), np.zeros(0)
     c = np.asarray(centre, dtype=np.float64)
