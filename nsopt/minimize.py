@@ -39,6 +39,12 @@ L2_NEWTON_METHOD = "newton-cg"
 #: grow with kappa, Newton's steps do not). 30, not 20, since mushrooms lam 1e-4 (kappa 26):
 #: dcd 0.3-0.9x newton-cg's time, medians 0.36-0.77 (three runs, docs/solvers.md, newton-cg)
 NEWTON_MIN_CONDITIONING = 30.0
+#: ... except for the logistic loss, where :data:`L2_NEWTON_METHOD` is taken at every
+#: conditioning: benchmarks/peers.py on an idle machine (2026-11-25), certified 1e-3 / 1e-4,
+#: lam 1e-2 ... 1e-4 (kappa 0.04-26): dcd's time over newton-cg's 1.4-2.6 on a9a, 2.1-3.9 on
+#: letter, 1.0-2.1 on mushrooms (ties at lam 1e-3); dcd's epochs there cost 60-130 raw passes
+#: against newton-cg's 6-17 per step, and the logistic dual needs several of them
+NEWTON_ALWAYS_FOR_LOGISTIC = True
 #: :func:`default_method` picks :data:`DUAL_METHOD` when ``dcd_conditioning(problem)`` is at
 #: most this (measured by benchmarks/default_method.py, see docs/solvers.md). 300 since dcd's
 #: compiled epochs (prefetched rows, checks decided by a gap estimate): dcd / ls-bmrm CPU time
@@ -77,6 +83,16 @@ def dcd_conditioning(problem) -> float:
 STABLE_INTERCEPTS_METHOD = "proximal-bundle"
 
 
+def _logistic(problem) -> bool:
+    """The problem's loss is the logistic loss, asked of its protocol (newton-cd's kernels'
+    :func:`~nsopt.solvers.newton_cd.loss_kind`: its conjugate is the kernels' logistic one)."""
+    from .solvers._newton_cd_kernels import LOGISTIC
+    from .solvers.newton_cd import loss_kind
+
+    loss = getattr(problem, "loss", None)
+    return loss is not None and loss_kind(loss) == LOGISTIC
+
+
 def default_method(problem, **options) -> str:
     r"""The method :func:`minimize` runs on ``problem`` when none is named.
 
@@ -89,7 +105,8 @@ def default_method(problem, **options) -> str:
     ``benchmarks/dcd.py --intercept``), except that :data:`L2_NEWTON_METHOD` (``"newton-cg"``,
     truncated Newton) is taken instead for L2 with a logistic or squared hinge loss
     (``"newton-cg" in methods_supporting(...)``) when the conditioning is above
-    :data:`NEWTON_MIN_CONDITIONING` (30) or there is a free intercept;
+    :data:`NEWTON_MIN_CONDITIONING` (30) or there is a free intercept, and for the logistic
+    loss at every conditioning (:data:`NEWTON_ALWAYS_FOR_LOGISTIC`);
     :data:`STABLE_INTERCEPTS_METHOD`
     (``"proximal-bundle"``) with several free intercepts (one bias per class: BMRM's model is
     not stabilised in them); :data:`NEWTON_METHOD` (``"newton-cd"``) for L1 with a logistic
@@ -122,7 +139,9 @@ def default_method(problem, **options) -> str:
         return DEFAULT_METHOD_FOR_FUNCTIONS
     supported = methods_supporting(problem, **options)
     if L2_NEWTON_METHOD in supported and (getattr(problem, "fit_intercept", False)
-                                          or dcd_conditioning(problem) > NEWTON_MIN_CONDITIONING):
+                                          or dcd_conditioning(problem) > NEWTON_MIN_CONDITIONING
+                                          or (NEWTON_ALWAYS_FOR_LOGISTIC
+                                              and _logistic(problem))):
         return L2_NEWTON_METHOD  # L2 with a smooth margin loss (benchmarks/peers.py)
     if (DUAL_METHOD in supported and not getattr(problem, "fit_intercept", False)
             and dcd_conditioning(problem) <= DCD_MAX_CONDITIONING):
@@ -164,9 +183,9 @@ def minimize(problem, method_or_x0=None, x0=None, *, method: str | None = None, 
         Oracle; required for a plain function, whose number of variables is ``np.size(x0)``.
     method : str, optional
         One of ``nsopt.solvers.SOLVERS`` (``"bmrm"``, ...). By default
-        :func:`default_method`: ``"dcd"`` for an L2 hinge, squared hinge or logistic risk it
-        takes whose conditioning ``max_i c_i ||x_i||^2 / lam`` is at most
-        :data:`DCD_MAX_CONDITIONING` (for the logistic and squared hinge losses only up to
+        :func:`default_method`: ``"newton-cg"`` for an L2 logistic risk; ``"dcd"`` for an
+        L2 hinge or squared hinge risk it takes whose conditioning ``max_i c_i ||x_i||^2 /
+        lam`` is at most :data:`DCD_MAX_CONDITIONING` (for the squared hinge only up to
         :data:`NEWTON_MIN_CONDITIONING`, above it and with an intercept ``"newton-cg"``),
         ``"newton-cd"`` for L1 with a logistic or squared hinge
         loss, ``"bmrm"`` (stabilised) for another L1 risk, else

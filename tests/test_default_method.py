@@ -59,8 +59,8 @@ def test_default_picks_dcd_below_the_threshold_and_ls_bmrm_above(data, loss, sid
     lam = lam_at(X, side * mz.DCD_MAX_CONDITIONING)
     J = nsopt.RegularizedRisk(loss(X, y), L2(), lam)
     expected = "dcd" if side < 1 else "ls-bmrm"
-    if loss is not Hinge:  # truncated Newton above NEWTON_MIN_CONDITIONING (tests/test_newton_cg.py)
-        expected = "newton-cg"
+    if loss is not Hinge:  # truncated Newton above NEWTON_MIN_CONDITIONING, and for the logistic
+        expected = "newton-cg"  # loss at every conditioning (tests/test_newton_cg.py)
     assert mz.default_method(J) == expected
     res = nsopt.minimize(J, max_iter=3)
     assert res.method == expected  # the choice is visible on the Result
@@ -68,7 +68,8 @@ def test_default_picks_dcd_below_the_threshold_and_ls_bmrm_above(data, loss, sid
 
 def test_default_runs_dcd_to_a_proven_gap(data):
     X, y = data
-    J = nsopt.RegularizedRisk(Logistic(X, y), L2(), lam_at(X, 0.5 * mz.NEWTON_MIN_CONDITIONING))
+    J = nsopt.RegularizedRisk(SquaredHinge(X, y), L2(),
+                              lam_at(X, 0.5 * mz.NEWTON_MIN_CONDITIONING))
     res = nsopt.minimize(J, rtol=1e-6)
     assert res.method == "dcd" and res.success
     assert res.certificate.source == "dual-point"
