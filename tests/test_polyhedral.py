@@ -311,20 +311,26 @@ def test_rows_without_a_box_run_honestly():
                                      bounds=(-np.inf, np.inf)) <= prob.value + 1e-6
 
 
-def test_prox_master_falls_back_to_osqp_when_highs_fails(monkeypatch):
-    """HiGHS's QP reports 'solve error' now and then on the trust-region master: OSQP takes
-    over, with the same minimiser (to its accuracy) and a feasible point."""
+def _l1_master_case(seed):
+    """An L1 case with a halfspace and a bundle of 8 planes at random points of its box."""
     from nsopt.bundle import PlaneBundle
-    from nsopt.solvers import _polyhedral
 
     oracle, expr, lb, ub, G, h = make_case("l1", 9)
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(seed)
     bundle = PlaneBundle(lb.size, evidence="points")
     for _ in range(8):
         x = rng.uniform(lb, ub)
         f, g = oracle.value_and_subgradient(x)
         bundle.add_at(x, f, g)
-    centre = np.zeros(lb.size)
+    return bundle, np.zeros(lb.size), lb, ub, G, h
+
+
+def test_prox_master_falls_back_to_osqp_when_highs_fails(monkeypatch):
+    """HiGHS's QP reports 'solve error' now and then on the trust-region master: OSQP takes
+    over, with the same minimiser (to its accuracy) and a feasible point."""
+    from nsopt.solvers import _polyhedral
+
+    bundle, centre, lb, ub, G, h = _l1_master_case(0)
     beta, y, x = _polyhedral.rows_prox_master(bundle, 3.0, centre, lb, ub, (G, h))
     real = _polyhedral._highs_class()
 
@@ -343,17 +349,9 @@ def test_prox_master_bounds_highs_work_and_a_hit_bound_falls_back(monkeypatch):
     """HiGHS's QP once cycled without end on a random degenerate master: every solve gets an
     iteration and a time bound that HiGHS accepts (its setOptionValue reports kOk), and a
     solve stopped by the bound is answered by OSQP, feasible and the same minimiser."""
-    from nsopt.bundle import PlaneBundle
     from nsopt.solvers import _polyhedral
 
-    oracle, expr, lb, ub, G, h = make_case("l1", 9)
-    rng = np.random.default_rng(1)
-    bundle = PlaneBundle(lb.size, evidence="points")
-    for _ in range(8):
-        x = rng.uniform(lb, ub)
-        f, g = oracle.value_and_subgradient(x)
-        bundle.add_at(x, f, g)
-    centre = np.zeros(lb.size)
+    bundle, centre, lb, ub, G, h = _l1_master_case(1)
     reference = _polyhedral.rows_prox_master(bundle, 3.0, centre, lb, ub, (G, h))
     real = _polyhedral._highs_class()
     seen = {}
