@@ -22,7 +22,7 @@ import nsopt  # noqa: E402
 import nsopt.distributed as nd  # noqa: E402
 from nsopt.certificate import CertificateError, DualPoint, fingerprint  # noqa: E402
 
-from test_distributed import client  # noqa: E402,F401  (a LocalCluster of 2 processes)
+from test_distributed import client, wait_for_both_workers  # noqa: E402,F401  (a LocalCluster of 2 processes)
 
 
 @pytest.fixture(scope="module")
@@ -160,7 +160,7 @@ def test_worker_killed_between_solve_and_check(client, a9a_like):
     _kill_one_worker(client)
     assert res.certificate.check(Js) == good
     assert Js.loss.n_rebuilds > rebuilds
-    client.wait_for_workers(2, timeout=60)
+    wait_for_both_workers(client)
 
     J, Js = _problems(a9a_like, client, n_shards=2, rebuild=False)
     res = nsopt.minimize(Js, method="bmrm", rtol=0.0, max_iter=10)
@@ -168,7 +168,7 @@ def test_worker_killed_between_solve_and_check(client, a9a_like):
     _kill_one_worker(client)
     with pytest.raises((CertificateError, nd.ShardsLost), match="lost"):
         res.certificate.check(Js)
-    client.wait_for_workers(2, timeout=60)
+    wait_for_both_workers(client)
 
 
 # --- the exact line search on the shards ------------------------------------------------

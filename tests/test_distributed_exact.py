@@ -24,7 +24,7 @@ import nsopt  # noqa: E402
 import nsopt.distributed as nd  # noqa: E402
 from nsopt._linalg import lincomb  # noqa: E402
 from nsopt.losses._kernels import DataMatrix, _compressed_matvec  # noqa: E402
-from test_distributed import client, kill_at_iteration  # noqa: E402,F401  (a LocalCluster of 2 processes)
+from test_distributed import client, kill_at_iteration, wait_for_both_workers  # noqa: E402,F401  (a LocalCluster of 2 processes)
 
 
 @pytest.fixture(scope="module")
@@ -182,7 +182,7 @@ def test_worker_killed_mid_run_keeps_the_iterates_bitwise(client, data):
     res = nsopt.minimize(Js, method="subbfgs", rtol=0.0, max_iter=12, callback=kill)
     assert Js.loss.n_rebuilds >= 1
     assert res.nit == ref.nit and _same(res.x, ref.x)
-    client.wait_for_workers(2, timeout=60)
+    wait_for_both_workers(client)
 
 
 # --- lines and ls-bmrm ---------------------------------------------------------------------
@@ -284,7 +284,7 @@ def test_worker_killed_mid_ls_bmrm_recomputes_the_kept_scores(client, data):
     assert Js.loss.n_rebuilds >= 1
     assert res.nit == ref.nit and _rel(res.x, ref.x) <= 1e-8
     assert res.certificate.check(Js) <= res.fun
-    client.wait_for_workers(2, timeout=60)
+    wait_for_both_workers(client)
 
 
 # --- a9a in 2, 4, 8 shards: subBFGS and subLBFGS --------------------------------------------

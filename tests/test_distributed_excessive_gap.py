@@ -23,7 +23,7 @@ from nsopt.certificate import CertificateError, SaddlePoint  # noqa: E402
 from nsopt.distributed_saddle import ShardedSaddlePoint, ShardedVector  # noqa: E402
 from nsopt.solvers import ExcessiveGap, ProblemNotSupported, methods_supporting  # noqa: E402
 
-from test_distributed import client  # noqa: E402,F401  (a LocalCluster of 2 processes)
+from test_distributed import client, wait_for_both_workers  # noqa: E402,F401  (a LocalCluster of 2 processes)
 
 EG = "excessive-gap"
 
@@ -319,7 +319,7 @@ def test_ordered_reduction_is_bitwise_and_a_killed_worker_interrupts(client, a9a
 
     res = nsopt.minimize(Js, method=EG, rtol=0.0, max_iter=20,
                          callback=kill_at_iteration(client, 3))
-    client.wait_for_workers(2, timeout=60)
+    wait_for_both_workers(client)
     assert Js.loss.n_rebuilds >= 1
     assert res.status == nsopt.Status.INTERRUPTED and not res.success
     assert 3 <= res.nit < 20
