@@ -130,6 +130,20 @@ def oracle_table(name, make_problem, in_memory, reps):
     return base, rows
 
 
+def _rounds(make_problem, repeats):
+    """``(round, n, problem)`` for ``repeats`` rounds of a fresh 1-worker then 2-worker
+    cluster (runs compared under the same load, not far apart); each cluster is closed when
+    the caller moves on."""
+    for rep in range(repeats):
+        for n in (1, 2):
+            client = _client(n)
+            try:
+                yield rep, n, make_problem(client, n)
+            finally:
+                client.close()
+                client.cluster.close()
+
+
 def iteration_table(name, make_problem, iters, certify, repeats=1):
     """bmrm and proximal-bundle, seconds per iteration with 1 and 2 workers: ``repeats``
     rounds, each with a fresh 1-worker then 2-worker cluster (the ratio of the medians is of
@@ -137,50 +151,43 @@ def iteration_table(name, make_problem, iters, certify, repeats=1):
     dual points (``dual_form``: one pass ``X_k w`` per query point it weighs, once per run)."""
     print(f"\n{name}: time per iteration ({iters} iterations, rtol=0), s; client {CLIENT}")
     per, loop = {}, {}
-    for rep in range(repeats):
-        for n in (1, 2):
-            client = _client(n)
+    for rep, n, J in _rounds(make_problem, repeats):
+        loss = J.loss
+        certifying = [0.0]
+        plain_map = loss._map
+
+        def timed_map(method, *args, _plain=plain_map, _cert=certifying, **kw):
+            t = time.perf_counter()
             try:
-                J = make_problem(client, n)
-                loss = J.loss
-                certifying = [0.0]
-                plain_map = loss._map
-
-                def timed_map(method, *args, _plain=plain_map, _cert=certifying, **kw):
-                    t = time.perf_counter()
-                    try:
-                        return _plain(method, *args, **kw)
-                    finally:
-                        if method == "dual_form":
-                            _cert[0] += time.perf_counter() - t
-
-                loss._map = timed_map
-                for method in ("bmrm", "proximal-bundle"):
-                    nsopt.minimize(J, method=method, rtol=0.0, max_iter=2)  # warm
-                    certifying[0] = 0.0
-                    t = time.perf_counter()
-                    res = nsopt.minimize(J, method=method, rtol=0.0, max_iter=iters)
-                    seconds = time.perf_counter() - t
-                    nit = max(res.nit, 1)
-                    per.setdefault((method, n), []).append(seconds / nit)
-                    loop.setdefault((method, n), []).append((seconds - certifying[0]) / nit)
-                    print(f"  {method:16s} {n} worker(s): {seconds / nit:8.4f} s/iter, "
-                          f"{(seconds - certifying[0]) / nit:8.4f} without the certificate's "
-                          f"dual points ({certifying[0]:.3f} s once per run); "
-                          f"load {os.getloadavg()[0]:.1f}", flush=True)
-                del loss._map
-                if certify and n == 2 and rep == repeats - 1:
-                    for method in ("bmrm", "proximal-bundle"):
-                        t = time.perf_counter()
-                        res = nsopt.minimize(J, method=method, rtol=1e-3, max_time=600)
-                        seconds = time.perf_counter() - t
-                        res.certificate.check(J)
-                        print(f"  {method:16s} 2 workers to rtol 1e-3: {res.status.name}, "
-                              f"{res.nit} it, {seconds:.1f} s, gap/fun {res.gap / res.fun:.2e} "
-                              f"(certificate checked)")
+                return _plain(method, *args, **kw)
             finally:
-                client.close()
-                client.cluster.close()
+                if method == "dual_form":
+                    _cert[0] += time.perf_counter() - t
+
+        loss._map = timed_map
+        for method in ("bmrm", "proximal-bundle"):
+            nsopt.minimize(J, method=method, rtol=0.0, max_iter=2)  # warm
+            certifying[0] = 0.0
+            t = time.perf_counter()
+            res = nsopt.minimize(J, method=method, rtol=0.0, max_iter=iters)
+            seconds = time.perf_counter() - t
+            nit = max(res.nit, 1)
+            per.setdefault((method, n), []).append(seconds / nit)
+            loop.setdefault((method, n), []).append((seconds - certifying[0]) / nit)
+            print(f"  {method:16s} {n} worker(s): {seconds / nit:8.4f} s/iter, "
+                  f"{(seconds - certifying[0]) / nit:8.4f} without the certificate's "
+                  f"dual points ({certifying[0]:.3f} s once per run); "
+                  f"load {os.getloadavg()[0]:.1f}", flush=True)
+        del loss._map
+        if certify and n == 2 and rep == repeats - 1:
+            for method in ("bmrm", "proximal-bundle"):
+                t = time.perf_counter()
+                res = nsopt.minimize(J, method=method, rtol=1e-3, max_time=600)
+                seconds = time.perf_counter() - t
+                res.certificate.check(J)
+                print(f"  {method:16s} 2 workers to rtol 1e-3: {res.status.name}, "
+                      f"{res.nit} it, {seconds:.1f} s, gap/fun {res.gap / res.fun:.2e} "
+                      f"(certificate checked)")
     _print_speedups((("", per), (" without the certificate", loop)), repeats)
 
 
@@ -202,26 +209,19 @@ def certified_table(name, make_problem, rtol, repeats):
     and per run. ``repeats`` rounds, each a fresh 1-worker then 2-worker cluster."""
     print(f"\n{name}: to a certified rtol {rtol:g}, whole runs; client {CLIENT}")
     per_it, per_run = {}, {}
-    for rep in range(repeats):
-        for n in (1, 2):
-            client = _client(n)
-            try:
-                J = make_problem(client, n)
-                for method in ("bmrm", "proximal-bundle"):
-                    nsopt.minimize(J, method=method, rtol=0.0, max_iter=2)  # warm
-                    t = time.perf_counter()
-                    res = nsopt.minimize(J, method=method, rtol=rtol, max_time=1200)
-                    seconds = time.perf_counter() - t
-                    res.certificate.check(J)
-                    per_run.setdefault((method, n), []).append(seconds)
-                    per_it.setdefault((method, n), []).append(seconds / max(res.nit, 1))
-                    print(f"  {method:16s} {n} worker(s): {res.status.name}, {res.nit} it, "
-                          f"{seconds:6.2f} s, {1e3 * seconds / max(res.nit, 1):6.1f} ms/iter, "
-                          f"gap/fun {res.gap / res.fun:.2e} (checked); "
-                          f"load {os.getloadavg()[0]:.1f}", flush=True)
-            finally:
-                client.close()
-                client.cluster.close()
+    for _, n, J in _rounds(make_problem, repeats):
+        for method in ("bmrm", "proximal-bundle"):
+            nsopt.minimize(J, method=method, rtol=0.0, max_iter=2)  # warm
+            t = time.perf_counter()
+            res = nsopt.minimize(J, method=method, rtol=rtol, max_time=1200)
+            seconds = time.perf_counter() - t
+            res.certificate.check(J)
+            per_run.setdefault((method, n), []).append(seconds)
+            per_it.setdefault((method, n), []).append(seconds / max(res.nit, 1))
+            print(f"  {method:16s} {n} worker(s): {res.status.name}, {res.nit} it, "
+                  f"{seconds:6.2f} s, {1e3 * seconds / max(res.nit, 1):6.1f} ms/iter, "
+                  f"gap/fun {res.gap / res.fun:.2e} (checked); "
+                  f"load {os.getloadavg()[0]:.1f}", flush=True)
     _print_speedups(((" per iteration", per_it), (" per run", per_run)), repeats)
 
 
