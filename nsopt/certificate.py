@@ -61,7 +61,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._digest import array_digest
-from ._threads import _one_blas_thread  # noqa: F401 (moved to _threads; kept importable here)
+from ._threads import _one_blas_thread
 from .oracle import frozen
 from .regularizers import scaled_conjugate
 

@@ -18,8 +18,9 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import lapack
 
+from .._threads import _one_blas_thread
 from .._validation import Interval, Option, Options
-from ..certificate import DualPoint, _one_blas_thread
+from ..certificate import DualPoint
 from ..regularizers import own_scaled_conjugate
 from . import _newton_cd_kernels as K
 from ._base import Solver
