@@ -126,17 +126,12 @@ class _Limit:
         return False
 
 
-def _limit(n, explicit: bool = False) -> _Limit:
-    """A context in which BLAS runs on ``n`` threads (see :class:`_Limit`)."""
-    return _Limit(n, explicit)
-
-
 def _one_blas_thread():
     """A context in which BLAS runs on one thread (threadpoolctl's controller, made once; a
     no-op without it, and under a user's explicit ``blas_threads``): the certifier's and the
     Newton steps' products are small, and threads woken for them cost more than the
     arithmetic on a busy machine."""
-    return _limit(1)
+    return _Limit(1)
 
 
 def _dense_entries(problem) -> int:
@@ -175,8 +170,8 @@ def blas_limit(setting, problem):
     blocks (:func:`_one_blas_thread`) give way to it."""
     if setting == "auto":
         n = auto_threads(problem)
-        return contextlib.nullcontext() if n is None else _limit(n)
-    return _limit(threads_for(setting, problem), explicit=True)
+        return contextlib.nullcontext() if n is None else _Limit(n)
+    return _Limit(threads_for(setting, problem), explicit=True)
 
 
 def limited(generator, make_limit):
