@@ -227,3 +227,86 @@ def test_dense_lp_with_rows_on_an_empty_set_says_none():
                     rows=(np.array([[1.0, 1.0]]), np.array([-3.0])))   # below the box
     lp.add(np.array([1.0, 0.0]), 0.0)
     assert lp.solve() is None
+
+
+def _with_equalities(seed):
+    """An instance of :func:`instance` with one or two equality rows through its point inside,
+    in the solver's layout: the inequalities, then the pairs ``E x <= e``, ``-E x <= -e``."""
+    bundle, u, c, lb, ub, R, r = instance(seed)
+    rng = np.random.default_rng(seed + 1)
+    d = bundle.dim
+    k = int(rng.integers(1, min(2, d) + 1))
+    # a point strictly inside the box and the rows, through which the equalities pass
+    finite = np.isfinite(lb)
+    inside = np.zeros(d)
+    for _ in range(200):
+        inside = rng.uniform(-0.5, 0.5, d) * np.where(finite, ub, 1.0)
+        if np.all(R @ inside < r):
+            break
+    E = rng.standard_normal((k, d))
+    e = E @ inside
+    return bundle, u, c, lb, ub, np.vstack([R, E, -E]), np.concatenate([r, e, -e]), k
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 2 ** 32 - 1))
+def test_equalities_are_held_with_free_sign_multipliers(seed):
+    """``A_eq`` in the dense active set (it went to HiGHS before): the minimum is Clarabel's,
+    ``E x = e`` holds, the pair's multipliers are ``(max(y, 0), max(-y, 0))`` of one free
+    multiplier, and x minimises the Lagrangian over the box."""
+    bundle, u, c, lb, ub, R, r, k = _with_equalities(seed)
+    out = PB._rows_prox_master(bundle, QPSimplex(), u, c, lb, ub, R, r, n_eq=k)
+    status, ref = reference(bundle, u, c, lb, ub, R, r)     # E x <= e and -E x <= -e
+    if out is None:
+        return
+    alpha, y, x, rows = out
+    assert status == "optimal" and ref is not None
+    best = objective(bundle, u, c, ref)
+    assert objective(bundle, u, c, x) == pytest.approx(best, rel=1e-7, abs=1e-7)
+    m_ub = R.shape[0] - 2 * k
+    np.testing.assert_allclose(R[m_ub: m_ub + k] @ x, r[m_ub: m_ub + k],
+                               atol=1e-9 * (1.0 + np.abs(x).max()))
+    assert np.all(R[:m_ub] @ x - r[:m_ub] <= 1e-9 * (1.0 + np.abs(r[:m_ub]).max()))
+    assert np.all(y >= 0)
+    assert np.all(np.minimum(y[m_ub: m_ub + k], y[m_ub + k:]) == 0)    # one side of each pair
+    A = np.asarray(bundle.rows())
+    x_lagrange = np.clip(c - (A.T @ alpha + R.T @ y) / u, lb, ub)
+    np.testing.assert_allclose(x_lagrange, x, atol=1e-7 * (1.0 + np.abs(x).max()))
+
+
+def test_the_dense_path_takes_equalities():
+    """Most random instances with equalities are answered without HiGHS (before: none)."""
+    solved = sum(PB._rows_prox_master(b, QPSimplex(), u, c, lb, ub, R, r, n_eq=k) is not None
+                 for b, u, c, lb, ub, R, r, k in (_with_equalities(s) for s in range(40)))
+    assert solved >= 30
+
+
+def test_trust_region_with_an_equality_certifies_without_highs(monkeypatch):
+    """The L1 fit on the plane sum(x) = sum(x_ref) - 1 (it cuts off the free minimiser
+    x_ref): the trust-region bundle's masters do not go to HiGHS, the run certifies rtol
+    1e-6, its bound is below Clarabel's optimum and its point lies on the plane."""
+    import cvxpy as cp
+
+    rng = np.random.default_rng(5)
+    m, d = 60, 8
+    A = rng.standard_normal((m, d))
+    b = A @ rng.standard_normal(d) + 0.1 * rng.standard_normal(m)
+    oracle, expr = l1_fit(A, b)
+    x = cp.Variable(d)
+    cp.Problem(cp.Minimize(expr(x))).solve(solver=cp.CLARABEL)
+    x_ref = np.asarray(x.value)
+    h = 2.0 * np.abs(x_ref).max() + 1.0
+    G, g = np.ones((1, d)), np.array([x_ref.sum() - 1.0])
+    prob = cp.Problem(cp.Minimize(expr(x)), [x >= -h, x <= h, G @ x == g])
+    prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+    calls = []
+    real = PB.rows_prox_master
+    monkeypatch.setattr(PB, "rows_prox_master", lambda *a, **k: calls.append(1) or real(*a, **k))
+    res = nsopt.minimize(oracle, method="proximal-bundle", rtol=1e-6, bounds=(-h, h),
+                         A_eq=G, b_eq=g, max_iter=3000)
+    assert res.success
+    assert res.lower_bound <= prob.value + 1e-7 * max(1.0, abs(prob.value))
+    assert prob.value <= res.fun + 1e-9 * max(1.0, abs(prob.value))
+    assert abs(float(G[0] @ res.x - g[0])) <= 1e-8 * (1.0 + np.abs(res.x).sum())
+    assert res.certificate.check(oracle, bounds=(-h, h), A_eq=G, b_eq=g) >= res.lower_bound - 1e-9
+    assert len(calls) <= 2          # the odd degenerate round may still go to HiGHS

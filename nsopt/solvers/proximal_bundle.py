@@ -211,6 +211,15 @@ def _box_prox_master(bundle, master, u, centre, lb, ub, warm, deadline=None, max
 DENSE_ROWS_MAX_DIM = 2000
 
 
+def _one_row_per_equality(A_ub, b_ub, n_eq: int):
+    """``(A, b, m_ub)``: the rows with each equality pair of the last ``2 n_eq`` rows kept
+    once (its ``A_eq x <= b_eq`` half), the first ``m_ub`` rows being the inequalities."""
+    m_ub = A_ub.shape[0] - 2 * n_eq
+    if not n_eq:
+        return A_ub, b_ub, m_ub
+    return A_ub[: m_ub + n_eq], b_ub[: m_ub + n_eq], m_ub
+
+
 class RowSet(NamedTuple):
     """The active set of :func:`_rows_prox_master`: coordinates at their lower and upper
     bounds, and the rows held as equalities (boolean masks); the next solve starts from it."""
@@ -221,7 +230,7 @@ class RowSet(NamedTuple):
 
 
 def _rows_prox_master(bundle, master, u, centre, lb, ub, A_ub, b_ub, warm=None, start=None,
-                      deadline=None, max_rounds=40):
+                      deadline=None, max_rounds=40, n_eq=0):
     r"""The proximal master over the box and the rows,
 
     .. math:: \min_{lb \le x \le ub,\ A_{ub}x \le b_{ub}} \max_i \langle a_i, x\rangle + b_i
@@ -248,17 +257,24 @@ def _rows_prox_master(bundle, master, u, centre, lb, ub, A_ub, b_ub, warm=None, 
     within :data:`~._region.ROW_TOLERANCE` of the rows), or None when the rounds run out,
     the held rows turn dependent or inconsistent, or the answer misses a row: the caller then
     asks HiGHS (:func:`~nsopt.solvers._polyhedral.rows_prox_master`). ``start``: a
-    :class:`RowSet` to begin from (the last solve's), ``warm``: plane multipliers."""
+    :class:`RowSet` to begin from (the last solve's), ``warm``: plane multipliers.
+
+    ``n_eq``: the last ``2 n_eq`` rows of ``A_ub`` are equality pairs :math:`E x \le e`,
+    :math:`-E x \le -e` (:func:`~nsopt.solvers._region.constraint_rows`' layout). Each pair is
+    one row of ``W`` from the start and never leaves it; its multiplier may take either sign
+    and is returned as the pair's :math:`(\max(y, 0), \max(-y, 0))`."""
     rows = bundle.rows()
     A = rows.toarray() if sp.issparse(rows) else np.asarray(rows)
     n, d = A.shape
-    m = A_ub.shape[0]
+    A_ub, b_ub, m_ub = _one_row_per_equality(A_ub, b_ub, n_eq)
+    m = A_ub.shape[0]                           # the inequalities, then one row per equality
+    is_eq = np.arange(m) >= m_ub
     c = np.asarray(centre, dtype=np.float64)
     if start is not None and start.active.size == m and start.at_lb.size == d:
         at_lb, at_ub, act = start.at_lb.copy(), start.at_ub.copy(), start.active.copy()
     else:
         at_lb, at_ub, act = (np.zeros(d, dtype=bool), np.zeros(d, dtype=bool),
-                             np.zeros(m, dtype=bool))
+                             is_eq.copy())
     alpha = warm if warm is not None and np.size(warm) == n else None
     row_scale = 1.0 + np.abs(b_ub)
     for _ in range(max_rounds):
@@ -312,16 +328,20 @@ def _rows_prox_master(bundle, master, u, centre, lb, ub, A_ub, b_ub, warm=None, 
         new_act = act.copy()
         k = int(np.argmax(excess)) if m else -1
         changed_box = not (np.array_equal(new_lb, at_lb) and np.array_equal(new_ub, at_ub))
+        y_ub = np.where(is_eq, np.inf, y)           # an equality's sign is free: never dropped
         if m and excess[k] > 1e-13:     # relative to the row's terms: not rounding
             new_act[k] = True
-        elif not changed_box and W.size and y.min() < -1e-12 * (1.0 + float(np.abs(y).max())):
-            new_act[int(np.argmin(y))] = False
+        elif (not changed_box and W.size > n_eq
+              and y_ub.min() < -1e-12 * (1.0 + float(np.abs(y).max()))):
+            new_act[int(np.argmin(y_ub))] = False
         if not changed_box and np.array_equal(new_act, act):
-            y = np.maximum(y, 0.0)
             x = np.clip(x, lb, ub)
             ex = A_ub @ x - b_ub
+            ex[is_eq] = np.abs(ex[is_eq])
             if np.any(ex > ROW_TOLERANCE * (1.0 + np.abs(b_ub) + np.abs(A_ub) @ np.abs(x))):
                 return None
+            y = np.concatenate((np.maximum(y[:m_ub], 0.0), np.maximum(y[m_ub:], 0.0),
+                                np.maximum(-y[m_ub:], 0.0)))
             return alpha, y, x, RowSet(at_lb, at_ub, act)
         at_lb, at_ub, act = new_lb, new_ub, new_act
     return None
@@ -698,11 +718,12 @@ class TrustRegionBundle(ProximalBundle):
         the box and the rows, solved by an active set on the coordinates and the rows over
         the simplex QP (:func:`_rows_prox_master`; HiGHS,
         :func:`~nsopt.solvers._polyhedral.rows_prox_master`, above ``DENSE_ROWS_MAX_DIM``
-        variables, with equalities, or when the active set gives up), and every bound is the
+        variables or when the active set gives up), and every bound is the
         weak-duality one of the planes' and rows' multipliers (:mod:`nsopt.solvers._polyhedral`).
         A finite bound needs a finite box (or a reduced cost exactly zero on the infinite
         sides). A given ``x0`` violating a row is a ``ValueError`` naming it. ``A_eq, b_eq``:
-        equalities, kept as pairs of rows.
+        equalities, kept as pairs of rows (the active set holds each pair as one row
+        throughout; the region certifier's LP takes them through HiGHS).
     radius, centre
         The common options (see :func:`nsopt.minimize`): a ball that holds a minimiser.
         With either region the aggregate plane gives the bound
@@ -827,14 +848,14 @@ class TrustRegionBundle(ProximalBundle):
         row_set = s.row_set
         if region is not None and region.A_ub is not None:
             out = None
-            if not region.n_eq and bundle.dim <= DENSE_ROWS_MAX_DIM:
+            if bundle.dim <= DENSE_ROWS_MAX_DIM:
                 out = _rows_prox_master(bundle, s.master, u, s.centre, region.lb, region.ub,
                                         region.A_ub, region.b_ub, warm, row_set,
-                                        problem.deadline)
+                                        problem.deadline, n_eq=region.n_eq)
                 if out is None and row_set is not None:     # a cold start, then HiGHS
                     out = _rows_prox_master(bundle, s.master, u, s.centre, region.lb,
                                             region.ub, region.A_ub, region.b_ub, warm, None,
-                                            problem.deadline)
+                                            problem.deadline, n_eq=region.n_eq)
             if out is not None:
                 beta, y, x, row_set = out
             else:
