@@ -118,7 +118,9 @@ def test_warm_active_set_gives_the_same_answer():
             objective(bundle, u, c, again[2]), rel=1e-9, abs=1e-12)
 
 
-def _halfspace_case(m=80, d=12, seed=3):
+def _halfspace_case(m=80, d=12, seed=3, equality=False):
+    """An L1 fit and the halfspace sum(x) <= sum(x_ref) - 1 that cuts off its free minimiser
+    x_ref (the plane sum(x) = ... with ``equality``); Clarabel's optimum in the box."""
     rng = np.random.default_rng(seed)
     A = rng.standard_normal((m, d))
     b = A @ rng.standard_normal(d) + 0.1 * rng.standard_normal(m)
@@ -130,7 +132,8 @@ def _halfspace_case(m=80, d=12, seed=3):
     x_ref = np.asarray(x.value)
     h = 2.0 * np.abs(x_ref).max() + 1.0
     G, g = np.ones((1, d)), np.array([x_ref.sum() - 1.0])     # cuts off the free minimiser
-    prob = cp.Problem(cp.Minimize(expr(x)), [x >= -h, x <= h, G @ x <= g])
+    prob = cp.Problem(cp.Minimize(expr(x)),
+                      [x >= -h, x <= h, (G @ x == g) if equality else (G @ x <= g)])
     prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
     return oracle, float(prob.value), h, G, g
 
@@ -285,28 +288,15 @@ def test_trust_region_with_an_equality_certifies_without_highs(monkeypatch):
     """The L1 fit on the plane sum(x) = sum(x_ref) - 1 (it cuts off the free minimiser
     x_ref): the trust-region bundle's masters do not go to HiGHS, the run certifies rtol
     1e-6, its bound is below Clarabel's optimum and its point lies on the plane."""
-    import cvxpy as cp
-
-    rng = np.random.default_rng(5)
-    m, d = 60, 8
-    A = rng.standard_normal((m, d))
-    b = A @ rng.standard_normal(d) + 0.1 * rng.standard_normal(m)
-    oracle, expr = l1_fit(A, b)
-    x = cp.Variable(d)
-    cp.Problem(cp.Minimize(expr(x))).solve(solver=cp.CLARABEL)
-    x_ref = np.asarray(x.value)
-    h = 2.0 * np.abs(x_ref).max() + 1.0
-    G, g = np.ones((1, d)), np.array([x_ref.sum() - 1.0])
-    prob = cp.Problem(cp.Minimize(expr(x)), [x >= -h, x <= h, G @ x == g])
-    prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+    oracle, fstar, h, G, g = _halfspace_case(m=60, d=8, seed=5, equality=True)
     calls = []
     real = PB.rows_prox_master
     monkeypatch.setattr(PB, "rows_prox_master", lambda *a, **k: calls.append(1) or real(*a, **k))
     res = nsopt.minimize(oracle, method="proximal-bundle", rtol=1e-6, bounds=(-h, h),
                          A_eq=G, b_eq=g, max_iter=3000)
     assert res.success
-    assert res.lower_bound <= prob.value + 1e-7 * max(1.0, abs(prob.value))
-    assert prob.value <= res.fun + 1e-9 * max(1.0, abs(prob.value))
+    assert res.lower_bound <= fstar + 1e-7 * max(1.0, abs(fstar))
+    assert fstar <= res.fun + 1e-9 * max(1.0, abs(fstar))
     assert abs(float(G[0] @ res.x - g[0])) <= 1e-8 * (1.0 + np.abs(res.x).sum())
     assert res.certificate.check(oracle, bounds=(-h, h), A_eq=G, b_eq=g) >= res.lower_bound - 1e-9
     assert len(calls) <= 2          # the odd degenerate round may still go to HiGHS
