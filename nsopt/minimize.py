@@ -118,7 +118,8 @@ def default_method(problem, **options) -> str:
     loss at every conditioning (:data:`NEWTON_ALWAYS_FOR_LOGISTIC`);
     :data:`PROBE_METHOD` (``"dcd-probe"``: a probe of five dcd epochs decides between going
     on with dcd and LS-BMRM) where dcd applies without an intercept but its conditioning is
-    above :data:`DCD_MAX_CONDITIONING` (the L2 hinge at small :math:`\lambda`);
+    above :data:`DCD_MAX_CONDITIONING` (the L2 hinge at small :math:`\lambda`; ``"dcd"``
+    there when options only dcd takes are given, e.g. ``check_every``);
     :data:`STABLE_INTERCEPTS_METHOD`
     (``"proximal-bundle"``) with several free intercepts (one bias per class: BMRM's model is
     not stabilised in them); :data:`NEWTON_METHOD` (``"newton-cd"``) for L1 with a logistic
@@ -163,6 +164,8 @@ def default_method(problem, **options) -> str:
             return DUAL_METHOD
         if PROBE_METHOD in supported:
             return PROBE_METHOD  # the probe tells nearly separable data (benchmarks/peers.py)
+        if DEFAULT_METHOD not in supported:
+            return DUAL_METHOD  # options only dcd takes (check_every, shrinking) keep dcd
     if getattr(problem, "n_intercepts", 0) > 1 and STABLE_INTERCEPTS_METHOD in supported:
         return STABLE_INTERCEPTS_METHOD
     if NEWTON_METHOD in supported:

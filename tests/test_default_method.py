@@ -256,3 +256,12 @@ def test_default_method_doctests():
         for test in doctest.DocTestFinder().find(obj, globs=dict(globs)):
             runner.run(test)
         assert runner.summarize(verbose=False).failed == 0
+
+
+def test_options_only_dcd_takes_keep_dcd_above_the_threshold():
+    """``check_every`` (dcd's, not the probe's nor LS-BMRM's) keeps dcd where the probe would
+    be the default, as ``methods_supporting`` says."""
+    J = _separable_or_noisy("noisy")
+    assert methods_supporting(J, check_every=2) == ["dcd"]
+    assert mz.default_method(J, check_every=2) == "dcd"
+    assert nsopt.minimize(J, max_iter=1, check_every=2).method == "dcd"
