@@ -59,7 +59,10 @@ DCD_MAX_CONDITIONING = 300.0
 #: separable data from the rest: hinge at lam 1e-6, mushrooms (kappa 2585) certified by dcd in
 #: 0.04-0.22x LS-BMRM's time, a9a (430) and letter (652) in 1.2-4x; the probe's bound share
 #: (D(t) / J after five epochs) is 0.41 on mushrooms (lam 1e-5 ... 1e-7), 0.011 on a9a and
-#: 0.034 on letter (docs/solvers.md, "Measurements behind some defaults")
+#: 0.034 on letter (docs/solvers.md, "Measurements behind some defaults"). benchmarks/peers.py,
+#: hinge, lam 1e-6, default certified / liblinear, 1e-3 / 1e-4, medians of 3 alternating runs
+#: (load 7-11): mushrooms 8.98 / 6.60 with ls-bmrm -> 0.68 / 0.78; a9a and letter within noise
+#: (ls-bmrm after the probe: 224 / 308 and 51 / 63 iterations against 249 / 333 and 52 / 68)
 PROBE_METHOD = "dcd-probe"
 
 
