@@ -52,6 +52,18 @@ NEWTON_ALWAYS_FOR_LOGISTIC = True
 #: 0.65-0.88 (letter; logistic 1.07), at 258 0.08 (mushrooms hinge), at 430 0.75-1.22 (a9a;
 #: hinge 1.22) and at 652 1.8-2.5 (letter): the crossing moved from 35-400 to 200-600
 DCD_MAX_CONDITIONING = 300.0
+#: above :data:`DCD_MAX_CONDITIONING` (without an intercept, where dcd applies and no Newton
+#: method is taken: the hinge) :func:`default_method` picks this: dcd for a probe of five
+#: epochs, then on when its proven bound has reached a tenth of the value, else LS-BMRM from
+#: the probe's point (:class:`~nsopt.solvers.DCDProbe`). kappa alone cannot tell nearly
+#: separable data from the rest: hinge at lam 1e-6, mushrooms (kappa 2585) certified by dcd in
+#: 0.04-0.22x LS-BMRM's time, a9a (430) and letter (652) in 1.2-4x; the probe's bound share
+#: (D(t) / J after five epochs) is 0.41 on mushrooms (lam 1e-5 ... 1e-7), 0.011 on a9a and
+#: 0.034 on letter (docs/solvers.md, "Measurements behind some defaults"). benchmarks/peers.py,
+#: hinge, lam 1e-6, default certified / liblinear, 1e-3 / 1e-4, medians of 3 alternating runs
+#: (load 7-11): mushrooms 8.98 / 6.60 with ls-bmrm -> 0.68 / 0.78; a9a and letter within noise
+#: (ls-bmrm after the probe: 224 / 308 and 51 / 63 iterations against 249 / 333 and 52 / 68)
+PROBE_METHOD = "dcd-probe"
 
 
 def dcd_conditioning(problem) -> float:
@@ -107,6 +119,10 @@ def default_method(problem, **options) -> str:
     (``"newton-cg" in methods_supporting(...)``) when the conditioning is above
     :data:`NEWTON_MIN_CONDITIONING` (30) or there is a free intercept, and for the logistic
     loss at every conditioning (:data:`NEWTON_ALWAYS_FOR_LOGISTIC`);
+    :data:`PROBE_METHOD` (``"dcd-probe"``: a probe of five dcd epochs decides between going
+    on with dcd and LS-BMRM) where dcd applies without an intercept but its conditioning is
+    above :data:`DCD_MAX_CONDITIONING` (the L2 hinge at small :math:`\lambda`; ``"dcd"``
+    there when options only dcd takes are given, e.g. ``check_every``);
     :data:`STABLE_INTERCEPTS_METHOD`
     (``"proximal-bundle"``) with several free intercepts (one bias per class: BMRM's model is
     not stabilised in them); :data:`NEWTON_METHOD` (``"newton-cd"``) for L1 with a logistic
@@ -130,6 +146,9 @@ def default_method(problem, **options) -> str:
     >>> default_method(nsopt.RegularizedRisk(nsopt.losses.Hinge(X, y), lam=1e-2))
     'dcd'
     >>> default_method(nsopt.RegularizedRisk(nsopt.losses.Hinge(X, y), lam=1e-7))
+    'dcd-probe'
+    >>> default_method(nsopt.RegularizedRisk(nsopt.losses.Hinge(X, y), lam=1e-7,
+    ...                                      fit_intercept=True))
     'ls-bmrm'
     >>> default_method(nsopt.RegularizedRisk(nsopt.losses.Hinge(X, y), nsopt.regularizers.L1(),
     ...                                      lam=1e-2))
@@ -143,9 +162,13 @@ def default_method(problem, **options) -> str:
                                           or (NEWTON_ALWAYS_FOR_LOGISTIC
                                               and _logistic(problem))):
         return L2_NEWTON_METHOD  # L2 with a smooth margin loss (benchmarks/peers.py)
-    if (DUAL_METHOD in supported and not getattr(problem, "fit_intercept", False)
-            and dcd_conditioning(problem) <= DCD_MAX_CONDITIONING):
-        return DUAL_METHOD
+    if DUAL_METHOD in supported and not getattr(problem, "fit_intercept", False):
+        if dcd_conditioning(problem) <= DCD_MAX_CONDITIONING:
+            return DUAL_METHOD
+        if PROBE_METHOD in supported:
+            return PROBE_METHOD  # the probe tells nearly separable data (benchmarks/peers.py)
+        if DEFAULT_METHOD not in supported:
+            return DUAL_METHOD  # options only dcd takes (check_every, shrinking) keep dcd
     if getattr(problem, "n_intercepts", 0) > 1 and STABLE_INTERCEPTS_METHOD in supported:
         return STABLE_INTERCEPTS_METHOD
     if NEWTON_METHOD in supported:
@@ -187,6 +210,8 @@ def minimize(problem, method_or_x0=None, x0=None, *, method: str | None = None, 
         L2 hinge or squared hinge risk it takes whose conditioning ``max_i c_i ||x_i||^2 /
         lam`` is at most :data:`DCD_MAX_CONDITIONING` (for the squared hinge only up to
         :data:`NEWTON_MIN_CONDITIONING`, above it and with an intercept ``"newton-cg"``),
+        ``"dcd-probe"`` for the hinge above it (five dcd epochs decide between dcd and
+        ``"ls-bmrm"``),
         ``"newton-cd"`` for L1 with a logistic or squared hinge
         loss, ``"bmrm"`` (stabilised) for another L1 risk, else
         ``"ls-bmrm"`` for an Oracle, and

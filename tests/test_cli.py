@@ -242,7 +242,9 @@ def test_ctrl_c_returns_best_so_far(tiny, capsys, monkeypatch):
         return original(self, w)
 
     monkeypatch.setattr(nsopt.losses.Hinge, "_value_and_subgradient", interrupting)
-    code = main(["solve", str(tiny[0]), "--lam", "1e-4", "--no-live"])
+    # ls-bmrm named: one oracle call an iteration (the default here is dcd-probe since its
+    # conditioning is above DCD_MAX_CONDITIONING)
+    code = main(["solve", str(tiny[0]), "--lam", "1e-4", "--no-live", "--method", "ls-bmrm"])
     cert = certificate_values(capsys.readouterr().out)
     assert code == 130
     assert cert["status"] == "interrupted" and int(cert["iterations"]) == 4

@@ -382,3 +382,18 @@ def test_the_scaled_point_changes_no_dual_iterate(loss, monkeypatch):
         assert better >= 1   # the hinge's primal lags: the scaled point helps
     res = nsopt.minimize(J, method="dcd", rtol=1e-5)
     assert res.success and res.certificate.check(J) <= res.fun
+
+
+@given(m=st.integers(1, 40), lam=st.floats(1e-8, 1e3), seed=st.integers(0, 2**16))
+@settings(max_examples=20, deadline=None)
+def test_packed_examples_are_the_columns_on_cache_lines(m, lam, seed):
+    """The compiled fill of the per-example array gives bitwise numpy's column formulas
+    (``c * y / lam``, ``c * sq / lam``), zero margins and padding, rows on 64-byte lines."""
+    rng = np.random.default_rng(seed)
+    y, c = np.where(rng.random(m) < 0.5, 1.0, -1.0), rng.random(m)
+    sq, t = 10 * rng.random(m), rng.random(m)
+    ex = K.pack_examples(y, c, sq, lam, t, 1.0 - t)
+    ref = np.zeros((m, 8))
+    ref[:, K.EX_Y], ref[:, K.EX_SCALE], ref[:, K.EX_Q] = y, c * y / lam, c * sq / lam
+    ref[:, K.EX_C], ref[:, K.EX_T], ref[:, K.EX_TC] = c, t, 1.0 - t
+    assert np.array_equal(ex, ref) and ex.ctypes.data % 64 == 0

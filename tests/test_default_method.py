@@ -2,7 +2,8 @@
 
 Rule (:func:`nsopt.minimize.default_method`): ``"dcd"`` where the DCD class says it can solve
 the problem with the options given (``methods_supporting``) and its conditioning
-``kappa = max_i c_i ||x_i||^2 / lam`` is at most ``DCD_MAX_CONDITIONING``; else ``"ls-bmrm"``.
+``kappa = max_i c_i ||x_i||^2 / lam`` is at most ``DCD_MAX_CONDITIONING``; above it, without
+an intercept, ``"dcd-probe"`` (five dcd epochs decide between dcd and LS-BMRM); else ``"ls-bmrm"``.
 """
 from __future__ import annotations
 
@@ -54,11 +55,11 @@ def test_conditioning_is_max_weighted_row_norm_over_lam(scale, lam, weights):
 
 @pytest.mark.parametrize("loss", LOSSES, ids=lambda c: c.__name__)
 @pytest.mark.parametrize("side", [0.5, 2.0])
-def test_default_picks_dcd_below_the_threshold_and_ls_bmrm_above(data, loss, side):
+def test_default_picks_dcd_below_the_threshold_and_the_probe_above(data, loss, side):
     X, y = data
     lam = lam_at(X, side * mz.DCD_MAX_CONDITIONING)
     J = nsopt.RegularizedRisk(loss(X, y), L2(), lam)
-    expected = "dcd" if side < 1 else "ls-bmrm"
+    expected = "dcd" if side < 1 else "dcd-probe"
     if loss is not Hinge:  # truncated Newton above NEWTON_MIN_CONDITIONING, and for the logistic
         expected = "newton-cg"  # loss at every conditioning (tests/test_newton_cg.py)
     assert mz.default_method(J) == expected
@@ -188,3 +189,79 @@ def test_default_with_constraints_is_a_method_that_takes_them():
         assert res.method == chosen
         if "A_ub" in options:
             assert float((G @ res.x)[0]) <= 0.5 + 1e-9
+
+
+# ---------------------------------------------------------------- dcd-probe, above the threshold
+def _separable_or_noisy(kind):
+    """Dense 200 x 10 data, L2 hinge at conditioning 3000 (> DCD_MAX_CONDITIONING): separable
+    (margin 0.5), or labels flipped with probability 0.3."""
+    X, y = nsopt.datasets.make_dense_binary(200, 10, separable=kind == "separable",
+                                            noise=0.3, random_state=0)
+    return nsopt.RegularizedRisk(Hinge(X, y), L2(), lam_at(X, 3000.0))
+
+
+@pytest.mark.parametrize("kind,finisher,source", [("separable", "dcd", "dual-point"),
+                                                  ("noisy", "ls-bmrm", "bundle-dual")])
+def test_probe_tells_separable_from_noisy(kind, finisher, source):
+    """Above DCD_MAX_CONDITIONING the default is the probe; five epochs decide: dcd goes on
+    where its bound climbs fast (separable: share 0.87), LS-BMRM takes over elsewhere (0.006).
+    Either way the certificate is the finishing method's, checks, and brackets Clarabel's J*."""
+    from cvxref import clarabel_optimum
+
+    J = _separable_or_noisy(kind)
+    assert mz.default_method(J) == mz.PROBE_METHOD == "dcd-probe"
+    res = nsopt.minimize(J, rtol=1e-6)
+    assert res.method == "dcd-probe" and res.success
+    assert res.info["finisher"] == finisher and res.certificate.source == source
+    assert (res.info["probe_share"] >= 0.1) == (finisher == "dcd")
+    f_star = clarabel_optimum(J)
+    slack = 1e-7 * max(1.0, abs(f_star))
+    assert res.lower_bound - slack <= f_star <= res.fun + slack
+    assert res.gap <= 1e-6 * res.fun
+    checked = res.certificate.check(J)
+    assert res.lower_bound - 1e-9 * res.fun <= checked <= res.fun + 1e-9 * res.fun
+
+
+def test_probe_hands_over_with_its_point_and_plane():
+    """After the hand-over LS-BMRM starts at the probe's point (its first value) with the
+    probe's dual plane in its bundle: its first bound is already at least the probe's D(t)."""
+    J = _separable_or_noisy("noisy")
+    first = next(iter(nsopt.solvers.DCDProbe(rtol=1e-6).iterate(J)))
+    assert first.phase == "ls-bmrm"
+    d_t = first.probe_share * first.fun_best      # the probe's D(t), at the probe's point
+    assert first.lower_bound >= d_t * (1 - 1e-9) > 0
+    # a share asked of the probe above what it reached keeps LS-BMRM, one below keeps dcd
+    share = first.probe_share
+    for asked, phase in ((share * 1.01, "ls-bmrm"), (share * 0.99, "dcd")):
+        s = next(iter(nsopt.solvers.DCDProbe(rtol=1e-6, probe_share=asked).iterate(J)))
+        assert s.phase == phase
+
+
+def test_probe_is_not_the_default_with_an_intercept_or_below_the_threshold():
+    X, y = nsopt.datasets.make_dense_binary(200, 10, separable=True, random_state=0)
+    J = _separable_or_noisy("separable")
+    assert mz.default_method(nsopt.RegularizedRisk(Hinge(X, y), L2(), J.lam,
+                                                   fit_intercept=True)) == "ls-bmrm"
+    assert mz.default_method(nsopt.RegularizedRisk(Hinge(X, y), L2(),
+                                                   lam_at(X, 100.0))) == "dcd"
+
+
+def test_default_method_doctests():
+    """The examples of default_method and of DCDProbe (what the rule picks)."""
+    import doctest
+
+    probe = importlib.import_module("nsopt.solvers.dcd_probe")
+    for obj, globs in ((mz.default_method, vars(mz)), (probe.DCDProbe, vars(probe))):
+        runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+        for test in doctest.DocTestFinder().find(obj, globs=dict(globs)):
+            runner.run(test)
+        assert runner.summarize(verbose=False).failed == 0
+
+
+def test_options_only_dcd_takes_keep_dcd_above_the_threshold():
+    """``check_every`` (dcd's, not the probe's nor LS-BMRM's) keeps dcd where the probe would
+    be the default, as ``methods_supporting`` says."""
+    J = _separable_or_noisy("noisy")
+    assert methods_supporting(J, check_every=2) == ["dcd"]
+    assert mz.default_method(J, check_every=2) == "dcd"
+    assert nsopt.minimize(J, max_iter=1, check_every=2).method == "dcd"

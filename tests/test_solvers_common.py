@@ -45,6 +45,9 @@ DECLARED_UNSUPPORTED: dict[tuple[str, str], str] = {
     ("dcd", "multiclass-hinge-l2"): _DCD,
     ("dcd", "multiclass-hinge-l1"): _DCD,
     ("dcd", "l1-regression-oracle"): _NEEDS_RISK,
+    **{("dcd-probe", case): _DCD for case in (
+        "hinge-l1", "logistic-l1", "multiclass-hinge-l2", "multiclass-hinge-l1")},
+    ("dcd-probe", "l1-regression-oracle"): _NEEDS_RISK,
     **{("newton-cd", case): _NEWTON for case in (
         "hinge-l2", "hinge-l2-sparse", "logistic-l2", "squared-hinge-l2", "hinge-l1",
         "multiclass-hinge-l2", "multiclass-hinge-l1")},

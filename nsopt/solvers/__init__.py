@@ -14,9 +14,10 @@ from .excessive_gap import ExcessiveGap
 from .level_bundle import LevelBundle
 from . import _polyhedral  # noqa: F401  (LevelBundle's variant with rows A_ub x <= b_ub)
 from .dcd import DCD
+from .dcd_probe import DCDProbe
 from .newton_cd import NewtonCD
 from .newton_cg import NewtonCG
 
 __all__ = ["SOLVERS", "Solver", "Option", "ProblemNotSupported", "BMRM", "LSBMRM", "KBundle", "ProximalBundle", "ProxBMRM",
-           "TrustRegionBundle", "SubBFGS", "SubLBFGS", "ExcessiveGap", "LevelBundle", "DCD", "NewtonCD", "NewtonCG",
+           "TrustRegionBundle", "SubBFGS", "SubLBFGS", "ExcessiveGap", "LevelBundle", "DCD", "DCDProbe", "NewtonCD", "NewtonCG",
            "methods_supporting"]

@@ -186,16 +186,28 @@ def row_norms_sq(indptr, data):
 def pack_examples(y, c, sq, lam, t, tc):
     """The ``(m, 8)`` per-example array (columns :data:`EX_Y` ...), margins 0, its rows on
     64-byte boundaries (one cache line each)."""
-    buf = np.zeros(y.size * _EX_COLS + _EX_COLS)
+    buf = np.empty(y.size * _EX_COLS + _EX_COLS)
     skip = (-buf.ctypes.data % 64) // 8
     ex = buf[skip:skip + y.size * _EX_COLS].reshape(y.size, _EX_COLS)
-    ex[:, EX_Y] = y
-    ex[:, EX_SCALE] = c * y / lam
-    ex[:, EX_Q] = c * sq / lam
-    ex[:, EX_C] = c
-    ex[:, EX_T] = t
-    ex[:, EX_TC] = tc
+    _fill_examples(ex, y, c, sq, lam, t, tc)
     return ex
+
+
+@njit(cache=True)
+def _fill_examples(ex, y, c, sq, lam, t, tc):
+    """The rows of :func:`pack_examples`, one cache line at a time (the same values as
+    column-wise numpy: ``c * y / lam`` and ``c * sq / lam`` in that order; measured on letter,
+    six strided column writes and the zeroing of the buffer were 4% of a dcd run at lam
+    1e-3)."""
+    for i in range(y.shape[0]):
+        ex[i, EX_Y] = y[i]
+        ex[i, EX_SCALE] = c[i] * y[i] / lam
+        ex[i, EX_Q] = c[i] * sq[i] / lam
+        ex[i, EX_C] = c[i]
+        ex[i, EX_T] = t[i]
+        ex[i, EX_TC] = tc[i]
+        ex[i, EX_Z] = 0.0
+        ex[i, _EX_COLS - 1] = 0.0
 
 
 @njit(cache=True, inline="always")
