@@ -239,6 +239,11 @@ class LineFunction:
     ``derivative(eta, side=+1)`` is the right derivative :math:`\varphi'(\eta^+)`, ``side=-1``
     the left one. ``minimize(lo, hi)`` returns an exact minimiser on ``[lo, hi]`` where the
     function's structure allows one, else raises ``NotImplementedError``.
+
+    A piecewise-linear line gives its kinks either all at once (:meth:`jumps`) or, when they
+    are costly to find, per window from ``lo`` (:meth:`jumps_from`, ``reach`` at least the
+    asked horizon): :meth:`minimize` asks for the window it needs only, so binary lines and
+    other callers, which answer with all their kinks, are unaffected.
     """
 
     def value(self, eta: float) -> float:

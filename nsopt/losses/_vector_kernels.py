@@ -32,7 +32,10 @@ Per-example kernels. The scores on a line are :math:`Z = F + \eta Q` (``F = XW``
     jump of :math:`c_i\,\partial_\eta l` there into ``jumps[:n]``; ``base`` is the slope of the
     whole sum at :math:`\eta \to -\infty`. The line's derivative at any :math:`\eta` is then
     ``base`` plus the jumps at the kinks left of it: a binary search instead of an O(m k)
-    pass ([YVGS10]_ Alg. 5 walks the same events).
+    pass ([YVGS10]_ Alg. 5 walks the same events);
+``events_window(F, Q, ..., c, lo, hi, kinks, jumps) -> (n, slope at lo+)`` (margin losses)
+    the same for the kinks in ``(lo, hi]`` only, counted from the oracle's right derivative at
+    ``lo``: an exact search that stops early needs no more.
 
 Max-type losses are a pointwise maximum of lines in :math:`\eta`; the kinks are those of the
 per-example upper envelope, found by :func:`upper_envelope` ([YVGS10]_ Alg. 4 on the whole
