@@ -239,6 +239,11 @@ class LineFunction:
     ``derivative(eta, side=+1)`` is the right derivative :math:`\varphi'(\eta^+)`, ``side=-1``
     the left one. ``minimize(lo, hi)`` returns an exact minimiser on ``[lo, hi]`` where the
     function's structure allows one, else raises ``NotImplementedError``.
+
+    A piecewise-linear line gives its kinks either all at once (:meth:`jumps`) or, when they
+    are costly to find, per window from ``lo`` (:meth:`jumps_from`, ``reach`` at least the
+    asked horizon): :meth:`minimize` asks for the window it needs only, so binary lines and
+    other callers, which answer with all their kinks, are unaffected.
     """
 
     def value(self, eta: float) -> float:
@@ -276,6 +281,27 @@ class LineFunction:
         j = self.jumps()
         return None if j is None else (j[0], j[1], 0.0)
 
+    def jumps_from(self, lo: float, horizon: float) -> tuple[np.ndarray, np.ndarray, float] | None:
+        r"""``(etas, jumps, reach)``: at least the kinks of a piecewise-linear ``phi`` in
+        ``(lo, reach]``, with ``reach >= horizon`` (``inf``: all of them), unsorted, and the
+        jumps of ``phi'`` there; entries outside ``(lo, reach]`` may be present and are ignored.
+        None when :meth:`jumps` is None.
+
+        A line whose kinks are costly to find all at once (a multiclass line: one upper
+        envelope per example) finds those of the window only, so a search that stops early
+        touches a fraction of them; a ``horizon <= lo`` asks for none (``reach = lo`` and
+        empty arrays are a valid answer). The default is :meth:`jumps` with ``reach = inf``."""
+        j = self.jumps()
+        return None if j is None else (j[0], j[1], math.inf)
+
+    def sweep_from(self, lo: float, horizon: float) -> tuple[np.ndarray, np.ndarray, float, float] | None:
+        r"""``(etas, jumps, slope, reach)``: :meth:`sweep` over the window ``(lo, reach]``
+        (:meth:`jumps_from`'s contract), so that
+        :math:`\varphi'(\eta^+) = \varphi'(lo^+) + \sum_{lo < \eta_i \le \eta} j_i + s\,(\eta - lo)`
+        for :math:`\eta \le` ``reach``. The default is :meth:`sweep` with ``reach = inf``."""
+        sw = self.sweep()
+        return None if sw is None else (sw[0], sw[1], sw[2], math.inf)
+
     def minimize(self, lo: float = 0.0, hi: float = math.inf) -> float:
         """An exact minimiser of ``phi`` on ``[lo, hi]``.
 
@@ -287,11 +313,9 @@ class LineFunction:
         bisection on the sign of its right derivative (exact to one float spacing); otherwise
         ``NotImplementedError`` is raised.
         """
-        sweep = self.sweep()
-        if sweep is not None:
-            eta = _minimize_by_jumps(self, *sweep, lo, hi)
-            if eta is not None:
-                return eta
+        eta = _minimize_by_jumps(self, lo, hi)
+        if eta is not None:
+            return eta
         bps = self.breakpoints()
         if bps is not None:
             return _minimize_piecewise(self, np.asarray(bps, dtype=np.float64), lo, hi)
@@ -439,29 +463,50 @@ def _minimize_piecewise(line: LineFunction, bps: np.ndarray, lo: float, hi: floa
         holder.clear()
 
 
-def _minimize_by_jumps(line, etas, steps, slope, lo, hi):
-    """A minimiser on ``[lo, hi]`` of a line whose derivative is
-    ``phi'(lo+) + sum of steps[i] over lo < etas[i] <= eta + slope (eta - lo)``, or None
-    (then the generic search runs) if the numbers are not finite."""
+def _minimize_by_jumps(line, lo, hi):
+    r"""A minimiser on ``[lo, hi]`` of a line with :meth:`~LineFunction.sweep_from`, or None
+    (then the generic search runs) if it has none or the numbers are not finite.
+
+    The kinks are asked for from ``lo`` on only: first none (the slope :math:`s` alone), then
+    up to the bound :math:`lo - \varphi'(lo^+)/s` past which :math:`\varphi'` is
+    nonnegative (the jumps are), or all of them when :math:`s = 0`. A crossing found before
+    the window's end is the minimiser; a window whose end is reached with
+    :math:`\varphi'` still negative (rounding at the bound) is doubled."""
     from ._line_search_kernels import first_crossing
 
     if not lo <= hi:
         raise ValueError(f"need lo <= hi, got [{lo}, {hi}]")
     if not math.isfinite(lo):
         raise ValueError("minimize needs a finite lower end lo")
+    lo, hi = float(lo), float(hi)
+    sw = line.sweep_from(lo, lo)  # the slope (a lazy line finds no kink yet)
+    if sw is None:
+        return None
     d0 = line.derivative(lo, 1)
     if lo == hi or d0 >= 0:
-        return float(lo)
+        return lo
+    etas, steps, slope, reach = sw
     if not (math.isfinite(d0) and math.isfinite(slope) and slope >= 0):
         return None
-    etas = np.asarray(etas, dtype=np.float64)
-    steps = np.asarray(steps, dtype=np.float64)
-    if not np.isfinite(steps).all():
-        return None
-    # the running sums round: the result must pass the true one-sided derivatives (two
-    # calls), else the generic search decides
-    tol = 64 * np.finfo(np.float64).eps * (abs(d0) + float(np.abs(steps).sum()))
-    eta = float(first_crossing(etas, steps, float(lo), float(hi), float(d0), float(slope), tol))
+    horizon = min(hi, lo - d0 / slope) if slope > 0 else hi
+    while True:
+        if reach < horizon:
+            etas, steps, slope, reach = line.sweep_from(lo, horizon)
+        etas = np.asarray(etas, dtype=np.float64)
+        steps = np.asarray(steps, dtype=np.float64)
+        if not np.isfinite(steps).all():
+            return None
+        # the running sums round: the result must pass the true one-sided derivatives (two
+        # calls), else the generic search decides
+        tol = 64 * np.finfo(np.float64).eps * (abs(d0) + float(np.abs(steps).sum()))
+        top = min(hi, reach)
+        eta = float(first_crossing(etas, steps, lo, top, float(d0), float(slope), tol))
+        if eta < top or top >= hi or not math.isfinite(eta):
+            break
+        # phi' still negative at the window's end: a wider one (all kinks past 2^1000)
+        horizon = lo + 2.0 * (reach - lo)
+        if not horizon < 2.0 ** 1000:
+            horizon = math.inf
     if not math.isfinite(eta):
         return None
     scale = tol + 64 * np.finfo(np.float64).eps * slope * abs(eta - lo)
@@ -550,6 +595,23 @@ class SumLine(LineFunction):
         etas, steps = next(j for j in jumps if j is not None)
         return etas, steps, slope
 
+    def sweep_from(self, lo, horizon):
+        """:meth:`sweep` of the one part with jumps over its window (its
+        :meth:`~LineFunction.jumps_from`); the other parts' jumps are not asked for."""
+        slope, lazy = 0.0, None
+        for line in self.lines:
+            a = line.affine_derivative()
+            if a is not None:
+                slope += a[1]
+            elif lazy is None:
+                lazy = line
+            else:
+                return None
+        if lazy is None:
+            return None
+        j = lazy.jumps_from(lo, horizon)
+        return None if j is None else (j[0], j[1], slope, j[2])
+
 
 class ScaledLine(LineFunction):
     def __init__(self, line: LineFunction, c: float):
@@ -580,6 +642,14 @@ class ScaledLine(LineFunction):
     def sweep(self):
         sw = self.line.sweep() if self.c > 0 else None
         return None if sw is None else (sw[0], self.c * sw[1], self.c * sw[2])
+
+    def jumps_from(self, lo, horizon):
+        j = self.line.jumps_from(lo, horizon) if self.c > 0 else None
+        return None if j is None else (j[0], self.c * j[1], j[2])
+
+    def sweep_from(self, lo, horizon):
+        sw = self.line.sweep_from(lo, horizon) if self.c > 0 else None
+        return None if sw is None else (sw[0], self.c * sw[1], self.c * sw[2], sw[3])
 
     def minimize(self, lo=0.0, hi=math.inf):
         if self.c == 0:
@@ -1115,6 +1185,12 @@ class WrappedLine(LineFunction):
 
     def sweep(self):
         return self.line.sweep()
+
+    def jumps_from(self, lo, horizon):
+        return self.line.jumps_from(lo, horizon)
+
+    def sweep_from(self, lo, horizon):
+        return self.line.sweep_from(lo, horizon)
 
     def minimize(self, lo=0.0, hi=math.inf):
         if type(self.line).minimize is LineFunction.minimize:

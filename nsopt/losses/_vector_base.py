@@ -7,6 +7,7 @@ with :math:`X^T G`; :class:`VectorLine` restricts the risk to a line in O(m k) p
 from __future__ import annotations
 
 import copy
+import math
 import numbers
 
 import numpy as np
@@ -191,6 +192,12 @@ class VectorLoss(Oracle):
         """``(kinks, jumps, base)`` of a piecewise-linear loss's line (see VectorLine)."""
         raise NotImplementedError(f"{type(self).__name__}._kernel_events is not implemented")
 
+    def _kernel_events_window(self, F, Q, lo, hi):
+        """``(kinks, jumps, slope at lo+)`` of the kinks in ``(lo, hi]`` only (finite
+        ``lo < hi``), the same numbers as :meth:`_kernel_events`'s there; None if the loss
+        finds its kinks only all at once."""
+        return None
+
     # --- data passes ------------------------------------------------------------------
     #: with an intercept (:func:`nsopt.losses._intercept.with_intercept`) the variable is
     #: ``(W, b)`` flattened, ``W`` d x k then ``b`` (k): the scores are ``X W + 1 b^T``
@@ -334,7 +341,19 @@ class VectorLine(LineFunction):
     checks (:meth:`LineFunction.minimize`); ``breakpoints()`` are the sorted kinks, for lines
     without that sweep (O(log) derivative evaluations). A smooth loss has no breakpoints and
     O(m k) derivatives.
+
+    ``jumps_from(lo, horizon)`` gives the kinks in ``(lo, horizon]`` only, where the loss can
+    find them per window (margin losses: each example's envelope on the window,
+    :func:`~nsopt.losses._vector_kernels.margin_events_window`, O(k) for an example without a
+    kink there): the exact search asks for the window up to the quadratic's bound
+    (:func:`nsopt.oracle._minimize_by_jumps`), and ls-BMRM's steps stop at 1-5 % of it. Until
+    all kinks are known, a one-sided derivative is one pass over the scores with the oracle's
+    tie rule (O(m k), a tenth of a full envelope on letter); after
+    ``_PASSES_BEFORE_TABLE`` such passes (a Wolfe search) the full table is built.
     """
+
+    #: derivative passes over the scores after which the whole event table is built
+    _PASSES_BEFORE_TABLE = 4
 
     cheap_derivative = True
 
@@ -342,6 +361,8 @@ class VectorLine(LineFunction):
         self.loss, self.F, self.Q = loss, F, Q
         self._raw = None
         self._events = None
+        self._window = None
+        self._passes = 0
 
     def value(self, eta):
         return float(self.loss._kernel_value(self.F, self.Q, float(eta)))
@@ -363,6 +384,27 @@ class VectorLine(LineFunction):
             return None
         kinks, jumps, _ = self._raw_events()
         return kinks, jumps
+
+    def jumps_from(self, lo, horizon):
+        r"""The kinks in ``(lo, reach]`` and the jumps there (:meth:`LineFunction.jumps_from`):
+        the window ``(lo, horizon]`` for a loss that finds kinks per window, unless all are
+        known already; all of them (``reach = inf``) otherwise. None for a smooth loss."""
+        if not self.loss.piecewise_linear:
+            return None
+        lo, horizon = float(lo), float(horizon)
+        if self._raw is None and math.isfinite(lo):
+            if not horizon > lo:
+                return np.empty(0), np.empty(0), lo
+            if math.isfinite(horizon):
+                w = self._window
+                if w is None or w[0] != lo or w[1] < horizon:
+                    found = self.loss._kernel_events_window(self.F, self.Q, lo, horizon)
+                    if found is not None:
+                        w = self._window = (lo, horizon, found[0], found[1])
+                if w is not None and w[0] == lo and w[1] >= horizon:
+                    return w[2], w[3], w[1]
+        kinks, jumps = self.jumps()
+        return kinks, jumps, math.inf
 
     def _event_table(self):
         if self._events is None:
@@ -391,6 +433,11 @@ class VectorLine(LineFunction):
         eta = float(eta)
         if not self.loss.piecewise_linear:
             return float(self.loss._kernel_slope(self.F, self.Q, eta, int(side)))
+        if self._raw is None and self._passes < self._PASSES_BEFORE_TABLE:
+            # the kinks are not all known (a search walks a window of them): one pass over
+            # the scores with the oracle's tie rule, instead of every example's envelope
+            self._passes += 1
+            return self._tie_rule_derivative(eta, side)
         kinks, cum, base, r0, r1 = self._event_table()
         r = r0 + r1 * abs(eta)
         if kinks.size and (np.searchsorted(kinks, eta + r, side="right")
@@ -398,11 +445,15 @@ class VectorLine(LineFunction):
             # a kink within the tie tolerance of eta: which side of it eta lies on is decided
             # by rounding, so decide the tie as the oracle does (steepest tied piece,
             # [YVGS10] Sec. 6.1)
-            plus, minus, coef, _ = self.loss._pairs(self.F, self.Q, eta, int(side))
-            rows = np.arange(self.F.shape[0])
-            return float(coef @ (self.Q[rows, plus] - self.Q[rows, minus]))
+            return self._tie_rule_derivative(eta, side)
         j = int(np.searchsorted(kinks, eta, side="right" if side == 1 else "left"))
         return base + float(cum[j - 1]) if j else base
+
+    def _tie_rule_derivative(self, eta, side):
+        """The one-sided derivative from the steepest tied pieces (the oracle's rule)."""
+        plus, minus, coef, _ = self.loss._pairs(self.F, self.Q, eta, int(side))
+        rows = np.arange(self.F.shape[0])
+        return float(coef @ (self.Q[rows, plus] - self.Q[rows, minus]))
 
     def breakpoints(self):
         if self.loss.piecewise_linear:

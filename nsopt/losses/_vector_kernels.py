@@ -32,7 +32,10 @@ Per-example kernels. The scores on a line are :math:`Z = F + \eta Q` (``F = XW``
     jump of :math:`c_i\,\partial_\eta l` there into ``jumps[:n]``; ``base`` is the slope of the
     whole sum at :math:`\eta \to -\infty`. The line's derivative at any :math:`\eta` is then
     ``base`` plus the jumps at the kinks left of it: a binary search instead of an O(m k)
-    pass ([YVGS10]_ Alg. 5 walks the same events).
+    pass ([YVGS10]_ Alg. 5 walks the same events);
+``events_window(F, Q, ..., c, lo, hi, kinks, jumps) -> (n, slope at lo+)`` (margin losses)
+    the same for the kinks in ``(lo, hi]`` only, counted from the oracle's right derivative at
+    ``lo``: an exact search that stops early needs no more.
 
 Max-type losses are a pointwise maximum of lines in :math:`\eta`; the kinks are those of the
 per-example upper envelope, found by :func:`upper_envelope` ([YVGS10]_ Alg. 4 on the whole
@@ -68,6 +71,7 @@ __all__ = [
     "margin_value",
     "margin_pairs",
     "margin_events",
+    "margin_events_window",
     "multilabel_value",
     "multilabel_pairs",
     "multilabel_events",
@@ -355,6 +359,114 @@ def margin_events(F, Q, y, gamma, delta, c, kinks_out, jumps_out, tie_rtol=0.0):
                            8.0 * _EPS * 2.0 * gmax * bigq)
         base += ci * a[hull[0]]
         n = _emit_kinks(a, hull, kinks, h, ci, kinks_out, jumps_out, n)
+    return n, base
+
+
+@njit(cache=True)
+def margin_events_window(F, Q, y, gamma, delta, c, lo, hi, kinks_out, jumps_out, tie_rtol=0.0):
+    r"""The kinks of the line in ``(lo, hi]`` (``lo < hi`` finite) and the jumps of its slope
+    there, as :func:`margin_events` finds them, counted from the oracle's right derivative at
+    ``lo``; returns ``(n, slope at lo+)``.
+
+    Each example's envelope on ``[lo, hi]`` only: with :math:`A` a line on top at ``lo``
+    and :math:`B` one on top at ``hi`` (:math:`a_A \le a_B`), a line :math:`l` is on the
+    envelope somewhere in ``[lo, hi]`` only if :math:`l \ge \max(A, B)` there, and since
+    :math:`l - \max(A, B)` is concave, only if that holds at ``lo``, at ``hi`` or where
+    :math:`A` and :math:`B` cross. The lines failing all three by more than the rounding of
+    their values, the tie tolerance and ``tie_rtol``'s parallel slopes over the window are
+    dropped; the envelope of the rest (:func:`upper_envelope`, the tolerances of
+    :func:`margin_events`) equals the whole envelope on the window, and its kinks are the same
+    numbers. An example with one line left has no kink there: O(k), no sort.
+
+    The slope at ``lo+`` of each example is the oracle's (:func:`_margin_row`, ``side = 1``):
+    the steepest line within ``tie_rtol (1 + dmax + 2 gmax big)`` of the top at ``lo``. A
+    kink that rounding put just right of ``lo`` (an iterate of an exact search sits on a
+    hinge: the next line has a kink at ``eta = 1e-16``) is then counted once, in that slope,
+    and not again as a jump: the jumps of the kinks in ``(lo, eta]`` added to the oracle's
+    :math:`\varphi'(lo^+)` give :math:`\varphi'(\eta^+)` ([YVGS10]_ Alg. 5 walks the events
+    from the left end in the same way)."""
+    m, k = F.shape
+    gmax = np.max(gamma)
+    dmax = np.max(delta)
+    a = np.empty(k)
+    b = np.empty(k)
+    vlo = np.empty(k)
+    vhi = np.empty(k)
+    a2 = np.empty(k)
+    b2 = np.empty(k)
+    hull = np.empty(k, dtype=np.int64)
+    kinks = np.empty(k)
+    big_eta = max(abs(lo), abs(hi))
+    n = 0
+    base = 0.0
+    for i in range(m):
+        ci = c[i]
+        if ci == 0.0:
+            continue
+        yi = y[i]
+        bigq = 0.0
+        bigf = 0.0
+        big = 0.0  # _margin_row's score size at lo
+        top_lo = -np.inf
+        top_hi = -np.inf
+        ja = 0
+        jb = 0
+        zy = F[i, yi] + lo * Q[i, yi]
+        for j in range(k):
+            bigq = max(bigq, abs(Q[i, j]))
+            bigf = max(bigf, abs(F[i, j]))
+            big = max(big, abs(F[i, j]) + abs(lo * Q[i, j]))
+            g = gamma[yi, j]
+            if j == yi:
+                a[j] = 0.0
+                b[j] = 0.0
+                v = 0.0
+            else:
+                a[j] = g * (Q[i, j] - Q[i, yi])
+                b[j] = g * (F[i, j] - F[i, yi]) + delta[yi, j]
+                v = g * ((F[i, j] + lo * Q[i, j]) - zy) + delta[yi, j]  # as _margin_row
+            vlo[j] = v
+            if v > top_lo:
+                top_lo = v
+                ja = j
+            v = b[j] + hi * a[j]
+            vhi[j] = v
+            if v > top_hi or (v == top_hi and a[j] < a[jb]):
+                top_hi = v
+                jb = j
+        tol = tie_rtol * (1.0 + 2.0 * gmax * big + dmax)
+        stol = tie_rtol * (1.0 + 2.0 * gmax * bigq)
+        vtol = 8.0 * _EPS * (1.0 + dmax + 2.0 * gmax * bigf)
+        vtol_eta = 8.0 * _EPS * 2.0 * gmax * bigq
+        # a dropped line is below the envelope by more than this everywhere on the window:
+        # many times the rounding of the values, the ties at lo, and parallel slopes' drift
+        slack = 16.0 * (vtol + vtol_eta * big_eta) + 4.0 * stol * (1.0 + big_eta) + 2.0 * tol
+        if a[jb] > a[ja]:
+            cross = min(max((b[ja] - b[jb]) / (a[jb] - a[ja]), lo), hi)
+        else:
+            cross = lo
+        top_c = max(b[ja] + cross * a[ja], b[jb] + cross * a[jb])
+        p = 0
+        s = -np.inf  # the oracle's slope at lo+: the steepest tied line
+        for j in range(k):
+            if vlo[j] >= top_lo - tol and a[j] > s:
+                s = a[j]
+            if (vlo[j] >= top_lo - slack or vhi[j] >= top_hi - slack
+                    or b[j] + cross * a[j] >= top_c - slack):
+                a2[p] = a[j]
+                b2[p] = b[j]
+                p += 1
+        base += ci * s
+        if p == 1:  # one line on top over the whole window: no kink
+            continue
+        h = upper_envelope(a2, b2, p, hull, kinks, stol, vtol, vtol_eta)
+        for t in range(h - 1):
+            e = kinks[t]
+            after = a2[hull[t + 1]]
+            if e > lo and e <= hi and after > s:
+                kinks_out[n] = e
+                jumps_out[n] = ci * (after - max(a2[hull[t]], s))
+                n += 1
     return n, base
 
 

@@ -96,6 +96,13 @@ class _MarginLoss(VectorLoss):
                                    self.tie_rtol)
         return kinks[:n], jumps[:n], base
 
+    def _kernel_events_window(self, F, Q, lo, hi):
+        size = F.shape[0] * max(F.shape[1] - 1, 1)
+        kinks, jumps = np.empty(size), np.empty(size)
+        n, base = vk.margin_events_window(F, Q, self.y, self.gamma, self.delta, self.c,
+                                          float(lo), float(hi), kinks, jumps, self.tie_rtol)
+        return kinks[:n], jumps[:n], base
+
     def _tie_scale(self):
         return float(self.gamma.max()), float(self.delta.max())
 
