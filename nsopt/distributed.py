@@ -1025,6 +1025,27 @@ def _results(pending):
     return out
 
 
+async def _call_every(actors, method, args):
+    """Runs on the client's event loop: ``actor.method(*args)`` of every actor, issued at
+    once, each awaited; the answers (or the exceptions) in the actors' order."""
+    import asyncio
+
+    calls = [getattr(a, method)(*args) for a in actors]
+    return await asyncio.gather(*calls, return_exceptions=True)
+
+
+def _call_all(client, actors, method, args):
+    """``[actor.method(*args) for actor]`` in one hand-over to the client's event loop and one
+    back (:func:`_call_every`), instead of one per actor call and one per answer (an
+    ``ActorFuture.result()`` each); the first error in the actors' order is raised once every
+    call has ended, as :func:`_results` does."""
+    out = client.sync(_call_every, actors, method, args)
+    for x in out:
+        if isinstance(x, BaseException):
+            raise x
+    return out
+
+
 def _payload(x) -> int:
     """Bytes of numbers in ``x`` (arrays' buffers, 8 per scalar; objects other than numbers,
     arrays and their containers count 0): what :attr:`ShardedLoss.traffic` adds up."""
@@ -1192,9 +1213,8 @@ class ShardedLoss(Oracle):
             shards = self._shards if only is None else [self._shards[only]]
             self._n_calls += 1
             self._bytes_out += len(shards) * _payload(args)
-            pending = [getattr(s.actor, method)(*args) for s in shards]
             try:
-                out = _results(pending)
+                out = _call_all(self.client, [s.actor for s in shards], method, args)
                 self._bytes_in += _payload(out)
                 return out
             except ShardError:
