@@ -1038,7 +1038,10 @@ def _call_all(client, actors, method, args):
     """``[actor.method(*args) for actor]`` in one hand-over to the client's event loop and one
     back (:func:`_call_every`), instead of one per actor call and one per answer (an
     ``ActorFuture.result()`` each); the first error in the actors' order is raised once every
-    call has ended, as :func:`_results` does."""
+    call has ended, as :func:`_results` does. Without a client (shards in this process, as
+    tests build them), each call's future is asked in turn."""
+    if client is None:
+        return _results([getattr(a, method)(*args) for a in actors])
     out = client.sync(_call_every, actors, method, args)
     for x in out:
         if isinstance(x, BaseException):
