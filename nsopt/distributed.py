@@ -86,7 +86,7 @@ from .certificate import CertificateError, DualPoint, Evidence, _fail, _finite_a
 from .losses._base import ScalarLoss
 from .losses._vector_base import VectorLoss
 from .losses._groups import contiguous_groups
-from .losses._kernels import DataMatrix
+from .losses._kernels import CONTINUABLE_KERNELS, DataMatrix
 from .losses._kernels import dot as _serial_dot
 from ._linalg import lincomb
 from .oracle import LineFunction, Oracle, SumLine, _minimize_piecewise
@@ -322,9 +322,18 @@ def _continued_sum(loss, z, prefix: float, kernel: str) -> float:
     r"""The loss's kernel sum :math:`\sum_i c_i l(z_i, y_i)` over this shard, its running sum
     started at ``prefix`` instead of 0: the very rounding of the one-machine kernel, which
     runs through the examples of every shard in order. ``kernel``: ``"value"`` or
-    ``"grad"`` (the kernel the one-machine evaluation uses for this sum)."""
+    ``"grad"`` (the kernel the one-machine evaluation uses for this sum). The kernels of
+    :func:`~nsopt.losses._kernels.elementwise` (every loss of nsopt) take the prefix as their
+    ``start``; a loss with kernels of its own continues through a pseudo-example carrying
+    the prefix (:func:`_prefix_example`)."""
     prefix = float(prefix)
     y, c = loss.y, loss.c
+    value, grad = loss.kernels
+    if (grad if kernel == "grad" else value) in CONTINUABLE_KERNELS:  # the kernel's start
+        params = [getattr(loss, n) for n in loss.kernel_params]
+        if kernel == "grad":
+            return float(grad(z, y, c, np.zeros(z.size), np.empty(z.size), *params, prefix))
+        return float(value(z, y, c, *params, prefix))
     if prefix != 0.0:  # 0 + t = t: a zero prefix is the kernel's own start
         z0, y0, c0 = _prefix_example(loss, prefix)
         z, y, c = (np.concatenate([[z0], z]), np.concatenate([[y0], y]),
