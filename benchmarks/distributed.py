@@ -424,6 +424,117 @@ def overhead_table(d, reps, shards=(1, 2, 4, 8), rows=2000):
     print(f"  least squares: {intercept:.2f} ms + {slope:.2f} ms per shard")
 
 
+def _category(filename):
+    """Who owns a profiled function: nsopt's solver or oracle code, Dask (distributed, tornado,
+    asyncio, the serializers), numerical libraries, or the rest."""
+    f = filename.replace("\\", "/")
+    if "/nsopt/distributed" in f:
+        return "nsopt.distributed (futures, reduction)"
+    if "/nsopt/" in f:
+        return "nsopt (solver, master, planes)"
+    for key in ("/distributed/", "/tornado/", "/asyncio/", "msgpack", "cloudpickle", "pickle",
+                "/dask/", "selectors", "socket", "threading", "/concurrent/", "queue"):
+        if key in f:
+            return "Dask (client, comms, scheduler, serialization)"
+    if any(k in f for k in ("/numpy/", "/scipy/", "highspy", "numba")):
+        return "numpy / scipy / compiled"
+    if f.startswith("~") or f.startswith("<"):  # built-ins: attributed to their caller below
+        return "built-ins"
+    return "other"
+
+
+def _own_time(stats):
+    """``{category: seconds}`` of own time (tottime) in ``pstats.Stats``; a built-in's time goes
+    to the category of the callers that called it most."""
+    out = {}
+    for (filename, _, name), (_, _, tottime, _, callers) in stats.stats.items():
+        cat = _category(filename)
+        if cat == "built-ins" and callers:
+            top = max(callers.items(), key=lambda kv: kv[1][2])[0]
+            cat = _category(top[0])
+            if cat == "built-ins":
+                cat = "other"
+        out[cat] = out.get(cat, 0.0) + tottime
+    return out
+
+
+def _call_each(client, actors, method, args):
+    """The shards' calls as before ``nsopt.distributed._call_all``: each actor call handed to
+    the event loop on its own, each answer fetched by its own ``ActorFuture.result()``."""
+    return nd._results([getattr(a, method)(*args) for a in actors])
+
+
+def profile_driver(make_problem, iters, n_workers=2, top=25):
+    """cProfile (each thread's CPU time) of the driver's two threads during ``iters``
+    iterations of bmrm and of proximal-bundle (rtol 0): the main thread (the solver, the futures it waits on) and the
+    Dask client's event-loop thread (comms, (de)serialization; with a LocalCluster the
+    scheduler runs there too). Per iteration: the driver's CPU (every thread), each thread's
+    own time by owner, round trips; then the functions of most own time."""
+    import cProfile
+    import pstats
+    import threading
+
+    client = _client(n_workers)
+    try:
+        J = make_problem(client, n_workers)
+        loss = J.loss
+        for method in ("bmrm", "proximal-bundle"):
+            nsopt.minimize(J, method=method, rtol=0.0, max_iter=3)  # warm
+            # each thread's own CPU (time.thread_time), not wall time: waits cost nothing
+            main_prof, loop_prof = cProfile.Profile(time.thread_time), cProfile.Profile(time.thread_time)
+            done = threading.Event()
+
+            def on_loop(fn):
+                done.clear()
+                client.loop.add_callback(lambda: (fn(), done.set()))
+                done.wait(10)
+
+            cpu0, own0, wall0 = time.process_time(), time.thread_time(), time.perf_counter()
+            res = nsopt.minimize(J, method=method, rtol=0.0, max_iter=iters)
+            cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+            own, nit = time.thread_time() - own0, max(res.nit, 1)
+            print(f"\n{method}, {n_workers} workers, {res.nit} iterations, not profiled: "
+                  f"{1e3 * wall / nit:.1f} ms per iteration, driver CPU (every thread) "
+                  f"{1e3 * cpu / nit:.1f} ms: main thread {1e3 * own / nit:.1f} ms, the other "
+                  f"threads (Dask's event loop) {1e3 * (cpu - own) / nit:.1f} ms; "
+                  f"load {os.getloadavg()[0]:.1f}")
+            on_loop(loop_prof.enable)
+            calls0 = loss.traffic["calls"]
+            cpu0, wall0 = time.process_time(), time.perf_counter()
+            main_prof.enable()
+            res = nsopt.minimize(J, method=method, rtol=0.0, max_iter=iters)
+            main_prof.disable()
+            cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+            on_loop(loop_prof.disable)
+            nit = max(res.nit, 1)
+            trips = (loss.traffic["calls"] - calls0) / nit
+            print(f"{method}, profiled: {1e3 * wall / nit:.1f} ms "
+                  f"per iteration, driver CPU (every thread) {1e3 * cpu / nit:.1f} ms, "
+                  f"{trips:.2f} round trips; load {os.getloadavg()[0]:.1f}")
+            if os.environ.get("NSOPT_PROFILE_DUMP"):  # for pstats / snakeviz
+                for label, prof in (("main", main_prof), ("loop", loop_prof)):
+                    prof.dump_stats(os.path.join(os.environ["NSOPT_PROFILE_DUMP"],
+                                                 f"{method}-{label}.pstats"))
+            for label, prof in (("main thread", main_prof), ("event-loop thread", loop_prof)):
+                st = pstats.Stats(prof)
+                own = _own_time(st)
+                total = sum(own.values())
+                print(f"  {label}: {1e3 * total / nit:.2f} ms of CPU per iteration (profiled)")
+                for cat, t in sorted(own.items(), key=lambda kv: -kv[1]):
+                    print(f"    {1e3 * t / nit:7.2f} ms  {cat}")
+            for label, prof in (("main thread", main_prof), ("event-loop thread", loop_prof)):
+                print(f"  {label}, functions by own time:")
+                st = pstats.Stats(prof)
+                rows = sorted(st.stats.items(), key=lambda kv: -kv[1][2])[:top]
+                for (filename, line, name), (cc, nc, tottime, cumtime, _) in rows:
+                    short = "/".join(filename.replace("\\", "/").split("/")[-2:])
+                    print(f"    {1e3 * tottime / nit:7.3f} ms own {1e3 * cumtime / nit:8.3f} ms cum "
+                          f"{nc / nit:7.1f} calls  {short}:{line} {name}")
+    finally:
+        client.close()
+        client.cluster.close()
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--m", type=int, default=400_000)
@@ -448,6 +559,12 @@ def main(argv=None):
     ap.add_argument("--only-overhead", action="store_true",
                     help="only the driver's CPU per oracle call against the number of shards "
                          "(1, 2, 4, 8 tiny shards on 2 workers)")
+    ap.add_argument("--profile-driver", action="store_true",
+                    help="the synthetic problem, 2 workers: cProfile of the driver's main and "
+                         "event-loop threads per bmrm / proximal-bundle iteration")
+    ap.add_argument("--per-call-results", action="store_true",
+                    help="hand each shard's call and answer to Dask's event loop on its own "
+                         "(the driver before one hand-over per round trip), for comparison")
     ap.add_argument("--certified-speedup", action="store_true",
                     help="only the synthetic problem's whole runs to a certified 1e-3 with 1 "
                          "and 2 workers (--repeats rounds)")
@@ -491,6 +608,11 @@ def main(argv=None):
         return
     if args.certified_speedup:
         certified_table(name, synthetic, 1e-3, args.repeats)
+        return
+    if args.per_call_results:
+        nd._call_all = _call_each
+    if args.profile_driver:
+        profile_driver(synthetic, args.iters)
         return
     # the same problem in memory, for the baseline only (the sharded one is built on the workers)
     import scipy.sparse as sp

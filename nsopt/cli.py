@@ -245,8 +245,12 @@ def build_parser() -> argparse.ArgumentParser:
     solve.add_argument("--dask", nargs="?", const="local", default=None, metavar="ADDRESS",
                        help="evaluate the loss on a Dask cluster (pip install 'nsopt[dask]'): "
                             "the scheduler's ADDRESS, or without one a local cluster of one "
-                            "single-threaded process per CPU; the examples are read here, split "
-                            "into --shards row blocks and scattered once")
+                            "single-threaded process per CPU. A DATA file with a binary or "
+                            "regression loss is read only on the workers (--shards byte ranges "
+                            "of it; a compressed file is one shard) and the training metrics are "
+                            "computed there (no AUC); data set names, synthetic data and "
+                            "multiclass or multilabel data are read here, split into --shards "
+                            "row blocks and scattered once")
     solve.add_argument("--shards", type=_positive_int, default=None, metavar="N",
                        help="with --dask: the number of row blocks; default one per worker")
 
@@ -429,9 +433,9 @@ class _Task:
 
     kind: str               # binary, multiclass, multilabel or regression
     loss: str               # the --loss name
-    X: sp.csr_matrix        # with the bias column when bias > 0
-    target: np.ndarray      # what the loss takes (see _encode)
-    y: np.ndarray           # the labels as read
+    X: sp.csr_matrix        # with the bias column when bias > 0 (None: read on the workers)
+    target: np.ndarray      # what the loss takes (see _encode; None: on the workers)
+    y: np.ndarray           # the labels as read (None: on the workers)
     classes: np.ndarray     # original labels (binary: [negative, positive]); label indices
                             # (multilabel); empty (regression)
     where: str
@@ -479,16 +483,23 @@ def _prepare(args, data):
                  y=y, classes=classes, where=where, n_features=X.shape[1], bias=bias)
 
 
-def _build_problem(args, task):
-    """The RegularizedRisk of ``task`` with ``--reg`` and ``--lam``; UsageError on bad options."""
-    from . import losses, regularizers
-    from .problem import RegularizedRisk
+def _regularizer(args):
+    """The regularizer of ``--reg`` (and its options); UsageError on bad options."""
+    from . import regularizers
 
     reg_class, reg_build, _ = _available_regularizers()[args.reg]
     try:
-        reg = reg_build(getattr(regularizers, reg_class), args)
+        return reg_build(getattr(regularizers, reg_class), args)
     except (TypeError, ValueError) as exc:
         raise UsageError(f"--reg {args.reg}: {exc}") from None
+
+
+def _build_problem(args, task):
+    """The RegularizedRisk of ``task`` with ``--reg`` and ``--lam``; UsageError on bad options."""
+    from . import losses
+    from .problem import RegularizedRisk
+
+    reg = _regularizer(args)
     try:
         cls = losses.get_loss(task.loss)
         if task.kind == "multiclass":
@@ -673,7 +684,7 @@ def load_model(path) -> LinearModel:
 
 
 def _model_of(task, res, lam, reg, options):
-    shape = (task.X.shape[1], len(task.classes)) if task.kind in ("multiclass", "multilabel") else (-1,)
+    shape = (task.n_features + (task.bias > 0), len(task.classes)) if task.kind in ("multiclass", "multilabel") else (-1,)
     return LinearModel(kind=task.kind, loss=task.loss, weights=np.asarray(res.x).reshape(shape),
                        classes=task.classes, bias=task.bias, n_features=task.n_features, lam=lam,
                        reg=reg, info=options)
@@ -982,6 +993,95 @@ def _metric_lines(metrics, prefix):
             if name != "accuracy"]
 
 
+def _dask_client(args):
+    """``(client, workers, owns)`` of ``--dask``; UsageError without Dask or a cluster."""
+    try:
+        from . import distributed
+        distributed._require_dask()
+    except ImportError as exc:
+        raise UsageError(f"--dask: {exc}") from None
+    try:
+        return distributed._client_and_workers(None if args.dask == "local" else args.dask)
+    except (ValueError, OSError) as exc:
+        raise UsageError(f"--dask {args.dask}: {exc}") from None
+
+
+def _file_for_workers(args):
+    """The path of DATA when ``--dask`` can read it on the workers (a file, a binary or
+    regression loss, not multilabel), else None: data set names and synthetic data are read
+    here and scattered."""
+    path = Path(args.data)
+    if args.multilabel or not path.is_file():
+        return None
+    if args.loss is not None and _loss_kinds()[args.loss] not in ("binary", "regression"):
+        return None
+    return path
+
+
+def _load_on_workers(args, path, note):
+    """``(task, problem)`` with DATA read only on the Dask workers (nsopt.distributed.
+    load_svmlight: ``--shards`` byte ranges of the file, one per worker by default; one shard
+    for a compressed file); the task has no data (``X``, ``y`` None). None when the labels turn
+    out multiclass without ``--loss`` (then DATA is read here, as before)."""
+    from . import distributed, losses
+
+    kind = "binary" if args.loss is None else _loss_kinds()[args.loss]
+    name = args.loss or DEFAULT_LOSS["binary"]
+    reg = _regularizer(args)
+    client, workers, owns = _dask_client(args)
+    compressed = path.suffix.lower() in (".gz", ".bz2", ".xz", ".lzma")
+    n_shards = args.shards if args.shards is not None else (1 if compressed else len(workers))
+    where = str(path)
+    t0 = time.perf_counter()
+    try:
+        problem = distributed.load_svmlight(
+            str(path.resolve()), loss=losses.get_loss(name), reg=reg, lam=args.lam,
+            client=client, n_features=args.n_features, n_shards=n_shards,
+            binary_labels=kind == "binary", bias=args.bias)
+    except ValueError as exc:
+        labels = getattr(exc, "labels", None)
+        if owns:
+            client.close()
+        if args.loss is None and labels is not None and len(labels) > 2:
+            note(f"{where} has more than two labels: multiclass, read here and scattered")
+            return None
+        if labels is not None:
+            raise UsageError(f"{where}: {exc}; for more classes use "
+                             f"--loss {_or(LOSS_KINDS['multiclass'])} (read here and scattered)"
+                             if len(labels) > 2 else f"{where}: {exc}") from None
+        raise UsageError(f"--dask {args.dask} --shards {n_shards}: {exc}") from None
+    except BaseException:
+        if owns:
+            client.close()
+        raise
+    loss = problem.loss
+    loss._owns_client = owns  # closed with the loss, as when load_svmlight starts it
+    classes = np.asarray(loss.classes if kind == "binary" else (), dtype=np.float64)
+    bias = -1.0 if args.bias is None else float(args.bias)
+    n_features = loss.dim - (bias > 0)
+    task = _Task(kind=kind, loss=name, X=None, target=None, y=None, classes=classes,
+                 where=where, n_features=n_features, bias=bias)
+    text = (f"{where}: {loss.m} examples x {n_features} features"
+            + (f" (+ a bias feature of value {bias:g})" if bias > 0 else ""))
+    if kind == "binary":
+        text += f"; label {classes[1]:g} -> +1, {classes[0]:g} -> -1"
+    note(text + f"; read on the workers in {time.perf_counter() - t0:.2f} s")
+    note(f"dask: {loss.n_shards} shards on {len(workers)} workers "
+         f"({'a local cluster' if args.dask == 'local' else args.dask}); DATA never read here")
+    return task, problem
+
+
+def _sharded_metrics(loss, kind, w):
+    """The training metrics of ``_metrics`` that are sums over examples, from the shards'
+    O(1) sums (``ShardedLoss.metric_sums``): accuracy (binary), RMSE and MAE (regression).
+    The AUC needs every score in one place: not computed here."""
+    if kind == "binary":
+        m, correct = loss.metric_sums(w, "binary")
+        return {"accuracy": correct / m}
+    m, squares, absolute = loss.metric_sums(w, "regression")
+    return {"RMSE": math.sqrt(squares / m), "MAE": absolute / m}
+
+
 def _sharded(args, problem, note):
     """``problem`` with its examples split over the Dask cluster of ``--dask`` (nsopt.distributed.shard)."""
     from .losses._base import ScalarLoss
@@ -1015,9 +1115,15 @@ def cmd_solve(args, out):
                          "cluster)")
     note = _notes(args, out)
 
-    t0 = time.perf_counter()
-    task = _prepare(args, args.data)
-    note(task.describe() + f" (read in {time.perf_counter() - t0:.2f} s)")
+    on_workers = None
+    if args.dask is not None and (path := _file_for_workers(args)) is not None:
+        on_workers = _load_on_workers(args, path, note)
+    if on_workers is not None:
+        task, problem = on_workers
+    else:
+        t0 = time.perf_counter()
+        task = _prepare(args, args.data)
+        note(task.describe() + f" (read in {time.perf_counter() - t0:.2f} s)")
     test = None
     if args.test is not None:
         Xt, yt, twhere = _load(args.test, multilabel=task.kind == "multilabel",
@@ -1032,17 +1138,20 @@ def cmd_solve(args, out):
                  "training (weight 0)")
         test = (Xt, yt)
 
-    problem = _build_problem(args, task)
-    if args.dask is not None:
-        problem = _sharded(args, problem, note)
-    if args.method is None:
-        from .minimize import default_method
-        args.method = default_method(problem)
+    if on_workers is None:
+        problem = _build_problem(args, task)
+        if args.dask is not None:
+            problem = _sharded(args, problem, note)
     try:
+        if args.method is None:
+            from .minimize import default_method
+            args.method = default_method(problem)
         solver = _checked_solver(args, args.method, problem)
         note(f"{solver.name}: {task.loss} + lam * {args.reg}, lam = {args.lam:g}, "
              f"rtol = {args.rtol:g}")
         res = _run_solver(solver, problem, _progress(args, out))
+        if on_workers is not None:  # on the shards, before they go
+            train = _sharded_metrics(problem.loss, task.kind, np.asarray(res.x).reshape(-1))
     finally:
         if args.dask is not None:
             problem.loss.close()
@@ -1059,9 +1168,9 @@ def cmd_solve(args, out):
     if args.reg == "lp":
         options["p"] = args.p
     model = _model_of(task, res, args.lam, args.reg, options)
-    # the model reads X without its bias column: the training data as it was read
-    X_read = task.X[:, :task.n_features]
-    train = _metrics(model, X_read, task.y)
+    if on_workers is None:
+        # the model reads X without its bias column: the training data as it was read
+        train = _metrics(model, task.X[:, :task.n_features], task.y)
     extra, accuracy, test_accuracy = _metric_lines(train, "train"), train.get("accuracy"), None
     if test is not None:
         tested = _metrics(model, *test)

@@ -86,7 +86,7 @@ from .certificate import CertificateError, DualPoint, Evidence, _fail, _finite_a
 from .losses._base import ScalarLoss
 from .losses._vector_base import VectorLoss
 from .losses._groups import contiguous_groups
-from .losses._kernels import DataMatrix
+from .losses._kernels import CONTINUABLE_KERNELS, DataMatrix
 from .losses._kernels import dot as _serial_dot
 from ._linalg import lincomb
 from .oracle import LineFunction, Oracle, SumLine, _minimize_piecewise
@@ -230,11 +230,21 @@ def _read_svmlight(path, index, n_features=None, span=None):
         raise ShardError(f"shard {index} ({source}): {exc}", index, str(path)) from None
 
 
-def _loss_of_file(X, y, cls, n_features, weight, options, index, source):
+def _few_labels(y, limit=3):
+    """The shard's smallest ``limit`` distinct labels (O(1) numbers for the driver)."""
+    return [float(v) for v in np.unique(y)[:limit]]
+
+
+def _loss_of_file(X, y, cls, n_features, weight, options, index, source, classes=None,
+                  bias=None):
     import scipy.sparse as sp
 
     if X.shape[1] < n_features:
         X = sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], n_features))
+    if classes is not None:  # two labels: the larger +1, the other -1
+        y = np.where(y == classes[1], 1.0, -1.0)
+    if bias is not None:  # liblinear's -B: a last column of value bias
+        X = sp.hstack([X, sp.csr_matrix(np.full((X.shape[0], 1), float(bias)))], format="csr")
     try:
         loss = cls(X, y, **options)
     except (TypeError, ValueError) as exc:
@@ -312,9 +322,18 @@ def _continued_sum(loss, z, prefix: float, kernel: str) -> float:
     r"""The loss's kernel sum :math:`\sum_i c_i l(z_i, y_i)` over this shard, its running sum
     started at ``prefix`` instead of 0: the very rounding of the one-machine kernel, which
     runs through the examples of every shard in order. ``kernel``: ``"value"`` or
-    ``"grad"`` (the kernel the one-machine evaluation uses for this sum)."""
+    ``"grad"`` (the kernel the one-machine evaluation uses for this sum). The kernels of
+    :func:`~nsopt.losses._kernels.elementwise` (every loss of nsopt) take the prefix as their
+    ``start``; a loss with kernels of its own continues through a pseudo-example carrying
+    the prefix (:func:`_prefix_example`)."""
     prefix = float(prefix)
     y, c = loss.y, loss.c
+    value, grad = loss.kernels
+    if (grad if kernel == "grad" else value) in CONTINUABLE_KERNELS:  # the kernel's start
+        params = [getattr(loss, n) for n in loss.kernel_params]
+        if kernel == "grad":
+            return float(grad(z, y, c, np.zeros(z.size), np.empty(z.size), *params, prefix))
+        return float(value(z, y, c, *params, prefix))
     if prefix != 0.0:  # 0 + t = t: a zero prefix is the kernel's own start
         z0, y0, c0 = _prefix_example(loss, prefix)
         z, y, c = (np.concatenate([[z0], z]), np.concatenate([[y0], y]),
@@ -414,16 +433,29 @@ class _ShardActor:
 
     # building from a file: read (shape back), then build with the agreed n_features
     def read(self):
+        """Read the shard's file (or byte range); ``(rows, columns, its smallest 3 labels)``."""
         path, n_features, span = self._file
         self._raw = _read_svmlight(path, self.index, n_features, span)
-        return self._raw[0].shape
+        return (*self._raw[0].shape, _few_labels(self._raw[1]))
 
-    def build(self, cls, n_features, weight, options):
+    def build(self, cls, n_features, weight, options, classes=None, bias=None):
         X, y = self._raw
         self.loss = _loss_of_file(X, y, cls, n_features, weight, options, self.index,
-                                  self.source)
+                                  self.source, classes, bias)
         self._raw = None
         return self.info()
+
+    def metric_sums(self, w, kind):
+        """O(1) sums of the training metrics of the scores ``X_k w`` on this shard (the
+        command line's, :func:`nsopt.cli._metrics`): ``kind = "binary"``: ``(rows, correct)``
+        (sign of the score against the -1/+1 labels); ``"regression"``: ``(rows, sum of
+        squared errors, sum of absolute errors)``."""
+        f = np.asarray(self.loss.data.dot(w)).reshape(-1)
+        y = self.loss.y
+        if kind == "binary":
+            return (int(f.size), int(np.count_nonzero(np.where(f >= 0, 1.0, -1.0) == y)))
+        r = f - y
+        return (int(f.size), float(np.dot(r, r)), float(np.sum(np.abs(r))))
 
     def info(self):
         return {"m": int(self.loss.m), "dim": int(self.loss.dim), "digest": _digest(self.loss)}
@@ -1002,6 +1034,30 @@ def _results(pending):
     return out
 
 
+async def _call_every(actors, method, args):
+    """Runs on the client's event loop: ``actor.method(*args)`` of every actor, issued at
+    once, each awaited; the answers (or the exceptions) in the actors' order."""
+    import asyncio
+
+    calls = [getattr(a, method)(*args) for a in actors]
+    return await asyncio.gather(*calls, return_exceptions=True)
+
+
+def _call_all(client, actors, method, args):
+    """``[actor.method(*args) for actor]`` in one hand-over to the client's event loop and one
+    back (:func:`_call_every`), instead of one per actor call and one per answer (an
+    ``ActorFuture.result()`` each); the first error in the actors' order is raised once every
+    call has ended, as :func:`_results` does. Without a client (shards in this process, as
+    tests build them), each call's future is asked in turn."""
+    if client is None:
+        return _results([getattr(a, method)(*args) for a in actors])
+    out = client.sync(_call_every, actors, method, args)
+    for x in out:
+        if isinstance(x, BaseException):
+            raise x
+    return out
+
+
 def _payload(x) -> int:
     """Bytes of numbers in ``x`` (arrays' buffers, 8 per scalar; objects other than numbers,
     arrays and their containers count 0): what :attr:`ShardedLoss.traffic` adds up."""
@@ -1114,6 +1170,7 @@ class ShardedLoss(Oracle):
         self._next_scores = 0
         self._live_scores = weakref.WeakValueDictionary()
         self._dead_scores = []  # keys of kept scores the driver let go (dropped lazily)
+        self._classes = None  # load_svmlight(binary_labels=True): the labels mapped to -1/+1
 
     @property
     def n_rebuilds(self) -> int:
@@ -1168,9 +1225,8 @@ class ShardedLoss(Oracle):
             shards = self._shards if only is None else [self._shards[only]]
             self._n_calls += 1
             self._bytes_out += len(shards) * _payload(args)
-            pending = [getattr(s.actor, method)(*args) for s in shards]
             try:
-                out = _results(pending)
+                out = _call_all(self.client, [s.actor for s in shards], method, args)
                 self._bytes_in += _payload(out)
                 return out
             except ShardError:
@@ -1435,6 +1491,22 @@ class ShardedLoss(Oracle):
                                plane=(a, b))
         weakref.finalize(out, self._dead_duals.append, token)  # dropped on the next call
         return out
+
+    @property
+    def classes(self):
+        """``(negative, positive)``: the labels ``load_svmlight(..., binary_labels=True)``
+        mapped to -1/+1, else None."""
+        return self._classes
+
+    def metric_sums(self, w: np.ndarray, kind: str) -> tuple:
+        """The shards' training-metric sums at ``w`` (``_ShardActor.metric_sums``), added in
+        shard order: ``(rows, correct)`` for ``kind="binary"``, ``(rows, squared errors,
+        absolute errors)`` for ``"regression"``. One round trip, O(1) numbers per shard."""
+        if kind not in ("binary", "regression"):
+            raise ValueError(f"kind must be 'binary' or 'regression', got {kind!r}")
+        parts = self._map("metric_sums", np.asarray(w, dtype=np.float64), kind)
+        return tuple(_ordered_sum(column) if isinstance(column[0], float) else sum(column)
+                     for column in zip(*parts))
 
     def group_value_and_subgradients(self, w: np.ndarray, n_groups: int):
         """The shards' partial risks ``(values (P,), subgradients (P, d))`` for
@@ -2144,6 +2216,7 @@ def _loss_class(loss):
 
 def load_svmlight(paths, loss="Hinge", reg=None, lam: float = 1e-4, client=None, *,
                   n_features: int | None = None, n_shards: int | None = None,
+                  binary_labels: bool = False, bias: float | None = None,
                   **loss_options) -> RegularizedRisk:
     r"""A sharded regularized risk read from svmlight files on the workers: one shard per
     file, or ``n_shards`` byte ranges of the files.
@@ -2169,6 +2242,15 @@ def load_svmlight(paths, loss="Hinge", reg=None, lam: float = 1e-4, client=None,
         its range (:class:`nsopt.io.LineRange`): one large file spread over a cluster. Needs
         uncompressed files where a file gets more than one range. The examples keep the
         files' order, so the problem is the same as with one shard per file.
+    binary_labels : bool, default False
+        Map the two distinct labels found over all files to -1/+1, the larger to +1 (the
+        command line's rule; e.g. 0/1 or 1/2 labels), on the workers. The two labels read are
+        then ``loss.classes`` (``(negative, positive)``). Any other number of distinct labels
+        is a ValueError whose ``labels`` attribute holds the (at most 3 smallest) labels found.
+    bias : float > 0, optional
+        Append a constant feature of this value to every example, on the workers (liblinear's
+        ``-B``): its weight, last, is the bias. The problem then has ``n_features + 1``
+        columns.
     **loss_options
         Passed to the loss class (e.g. ``delta`` for Huber).
 
@@ -2214,31 +2296,48 @@ def load_svmlight(paths, loss="Hinge", reg=None, lam: float = 1e-4, client=None,
                                file=(p, n_features, span))
                   for k, (p, span) in enumerate(parts)]
         shapes = _results([a.read() for a in actors])
-        m_total = sum(m for m, _ in shapes)
-        d = n_features if n_features is not None else max(dk for _, dk in shapes)
+        m_total = sum(m for m, _, _ in shapes)
+        d = n_features if n_features is not None else max(dk for _, dk, _ in shapes)
         weight = 1.0 / m_total
-        infos = _results([a.build(cls, d, weight, loss_options) for a in actors])
-        shards = [_Shard(k, a, _read_again(client, parts[k], sources[k], k, n_features, cls,
-                                           d, weight, loss_options),
+        classes = _two_labels(shapes) if binary_labels else None
+        make = (cls, d, weight, loss_options, classes, bias)
+        infos = _results([a.build(*make) for a in actors])
+        shards = [_Shard(k, a, _read_again(client, parts[k], sources[k], k, n_features, make),
                          info["m"], info["digest"], sources[k])
                   for k, (a, info) in enumerate(zip(actors, infos))]
     except BaseException:
         if owns:
             client.close()
         raise
-    sharded = ShardedLoss(client, shards, d, cls, owns_client=owns)
+    sharded = ShardedLoss(client, shards, d + (bias is not None), cls, owns_client=owns)
+    sharded._classes = classes
     for name, value in loss_options.items():
         setattr(sharded, name, value)
     return RegularizedRisk(sharded, reg, lam)
 
 
-def _read_again(client, part, source, k, n_features, cls, d, weight, options):
+def _two_labels(shapes):
+    """``(negative, positive)``: the two distinct labels of every shard's few labels (the
+    answers of ``_ShardActor.read``); a ValueError with ``labels`` otherwise."""
+    found = sorted(set().union(*(labels for _, _, labels in shapes)))
+    if len(found) != 2:
+        shown = ", ".join(f"{v:g}" for v in found[:3]) + (", ..." if len(found) > 3 else "")
+        what = ("no label" if not found else "a single label" if len(found) == 1
+                else "more than two distinct labels")
+        exc = ValueError(f"binary_labels=True needs exactly two distinct labels over all "
+                         f"files; found {what} ({shown})")
+        exc.labels = found
+        raise exc
+    return (found[0], found[1])
+
+
+def _read_again(client, part, source, k, n_features, make):
     path, span = part
 
     def remake():
         actor = _start_actor(client, None, k, source, file=(path, n_features, span))
         actor.read().result()
-        return actor, actor.build(cls, d, weight, options).result()
+        return actor, actor.build(*make).result()
     return remake
 
 

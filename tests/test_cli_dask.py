@@ -79,4 +79,92 @@ def test_too_many_shards_names_the_option(address, tmp_path, capsys):
     X, y = nsopt.datasets.make_sparse_binary(5, 3, random_state=0)
     code, err = error_of(["solve", dump(tmp_path / "s.svm", X, y), "--dask", address,
                           "--shards", "9"], capsys)
-    assert code == 2 and "--shards 9" in err and "n_shards must be in 1 .. 5" in err
+    # 5 lines in 9 byte ranges, read on the workers: a range in which no line starts
+    assert code == 2 and "--shards 9" in err and "use fewer shards" in err
+
+
+def _refuse_driver_parsing(monkeypatch):
+    """From now on the driver's svmlight readers raise: a run that passes read DATA only on
+    the workers (separate processes, where nothing is patched)."""
+    from nsopt import cli, io
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the driver parsed the data")
+    for module, name in [(io, "load_svmlight"), (io, "load_dataset"), (io, "iter_svmlight"),
+                         (cli, "_load"), (cli, "_read")]:
+        monkeypatch.setattr(module, name, refuse)
+
+
+@pytest.mark.parametrize("loss", ["hinge", "least-absolute-deviation"])
+def test_data_read_only_on_the_workers_with_the_one_machine_metrics(address, tmp_path, capsys,
+                                                                     monkeypatch, loss):
+    """Binary labels 1/2 (mapped to -1/+1 on the workers) or regression targets, a bias
+    feature, 3 byte ranges of the file: the driver never parses DATA; the model's shape and
+    classes are the one-machine run's, both brackets hold the optimum, and the training metric
+    printed (from the shards' sums) is the one-machine command line's metric (``_metrics`` on
+    the data in memory) at the saved weights. (The iterates themselves part at rounding on
+    this small binary-feature problem, bmrm and the parallel sums alike: not compared.)"""
+    from nsopt.cli import _metrics
+
+    X, y = nsopt.datasets.make_sparse_binary(600, 30, random_state=5)
+    if loss == "hinge":
+        y, metric = np.where(y > 0, 2.0, 1.0), "train accuracy"
+    else:
+        y, metric = X @ np.linspace(-1.0, 1.0, 30) + 0.1 * np.sign(y), "train RMSE"
+    train = dump(tmp_path / "train.svm", X, y)
+    argv = ["solve", train, "--loss", loss, "--lam", "1e-2", "--rtol", "1e-4",
+            "--method", "bmrm", "--bias", "1"]
+    one, model_one = _solve(argv, tmp_path, capsys, "one")
+    _refuse_driver_parsing(monkeypatch)
+    model = tmp_path / "many.npz"
+    assert main(argv + ["--dask", address, "--shards", "3", "--no-live", "--model",
+                        str(model)]) == 0
+    text = capsys.readouterr().out
+    many, model_many = certificate(text), load_model(model)
+    assert "DATA never read here" in text and "dask: 3 shards on 2 workers" in text
+    assert many["status"] == "converged" == one["status"]
+    assert model_many.weights.shape == model_one.weights.shape == (31,)
+    np.testing.assert_array_equal(model_many.classes, model_one.classes)
+    assert max(float(one["lower bound"]), float(many["lower bound"])) <= \
+        min(float(one["fun"]), float(many["fun"])) + 1e-12  # both brackets hold the optimum
+    monkeypatch.undo()  # the driver's own metrics at the sharded run's weights
+    name = metric.split()[1]
+    expected = _metrics(model_many, X, y)[name]
+    assert many[metric] == (f"{100 * expected:.2f}" if name == "accuracy" else f"{expected:.6g}")
+    if loss == "hinge":
+        assert "train AUC" not in many and "train AUC" in one  # the AUC needs every score
+
+
+def test_metric_sums_of_the_shards_equal_the_metrics_in_memory(address, tmp_path):
+    """ShardedLoss.metric_sums through the command line's helper: accuracy exactly, RMSE and
+    MAE to rounding, against nsopt.cli._metrics on the data in memory."""
+    import nsopt.distributed as nd
+    from nsopt.cli import LinearModel, _metrics, _sharded_metrics
+
+    X, y = nsopt.datasets.make_sparse_binary(300, 12, random_state=2)
+    w = np.random.default_rng(0).normal(size=12)
+    for kind, labels in [("binary", np.where(y > 0, 5.0, -3.0)), ("regression", X @ w + y)]:
+        path = dump(tmp_path / f"{kind}.svm", X, labels)
+        J = nd.load_svmlight(path, loss="Hinge" if kind == "binary" else "LeastSquares",
+                             client=address, n_shards=3, binary_labels=kind == "binary")
+        try:
+            got = _sharded_metrics(J.loss, kind, w)
+        finally:
+            J.loss.close()
+        classes = np.array([-3.0, 5.0]) if kind == "binary" else np.empty(0)
+        model = LinearModel(kind=kind, loss="", weights=w, classes=classes, bias=-1.0,
+                            n_features=12, lam=1.0, reg="l2")
+        want = _metrics(model, X, labels)
+        want.pop("AUC", None)
+        assert got.keys() == want.keys()
+        for name in want:
+            assert got[name] == pytest.approx(want[name], rel=1e-13), name
+        if kind == "binary":
+            assert got["accuracy"] == want["accuracy"] and J.loss.classes == (-3.0, 5.0)
+
+
+def test_one_label_read_on_the_workers_is_a_usage_error(address, tmp_path, capsys):
+    X, _ = nsopt.datasets.make_sparse_binary(20, 4, random_state=0)
+    code, err = error_of(["solve", dump(tmp_path / "one.svm", X, np.ones(20)), "--dask", address,
+                          "--shards", "2"], capsys)
+    assert code == 2 and "one.svm" in err and "a single label (1)" in err

@@ -13,6 +13,10 @@ Element-wise losses are one function each, ``loss(z, y, side, *params) -> (l, d)
     the same value, and ``out[i] = c_i * l'(z_i, y_i; side_i)``: the default subgradient when
     ``side_i == 0``, the right derivative when ``side_i > 0``, the left one when ``side_i < 0``.
 
+Both take a last optional argument ``start`` (after the loss's parameters), the running sum's
+first value: a sum continued from the shards before (:mod:`nsopt.distributed`'s ordered
+reduction). ``0.0 + x`` is ``x``, so the default is the plain sum bit for bit.
+
 All kernels are ``cache=True``: the first call compiles (about 0.5 s each), later processes
 load the machine code from disk.
 """
@@ -117,15 +121,15 @@ class DataMatrix:
 # extra trailing argument, which the loss class binds (``kernel_params``).
 # --------------------------------------------------------------------------------------
 _ELEMENTWISE_SOURCE = """
-def {name}_value(z, y, c{params}):
-    r = 0.0
+def {name}_value(z, y, c{params}, start=0.0):
+    r = start
     for i in range(z.shape[0]):
         r += c[i] * {name}(z[i], y[i], 0.0{params})[0]
     return r
 
 
-def {name}_grad(z, y, c, side, out{params}):
-    r = 0.0
+def {name}_grad(z, y, c, side, out{params}, start=0.0):
+    r = start
     for i in range(z.shape[0]):
         li, di = {name}(z[i], y[i], side[i]{params})
         r += c[i] * li
@@ -135,8 +139,10 @@ def {name}_grad(z, y, c, side, out{params}):
 
 
 def elementwise(name: str, *params: str):
-    """``(value, grad)``: the kernels ``value(z, y, c, *params)`` and ``grad(z, y, c, side,
-    out, *params)`` of the element-wise loss ``name`` of this module, compiled.
+    """``(value, grad)``: the kernels ``value(z, y, c, *params, start=0.0)`` and ``grad(z, y,
+    c, side, out, *params, start=0.0)`` of the element-wise loss ``name`` of this module,
+    compiled (``start``: where the running sum starts). Registered in
+    :data:`CONTINUABLE_KERNELS`.
 
     The two loops are written out as source (one template) rather than closed over the loss:
     numba caches a closure over a compiled function under a key that changes in every
@@ -147,7 +153,14 @@ def elementwise(name: str, *params: str):
     extra = "".join(", " + p for p in params)
     namespace = {"__name__": __name__, name: globals()[name]}
     exec(compile(_ELEMENTWISE_SOURCE.format(name=name, params=extra), __file__, "exec"), namespace)
-    return tuple(njit(cache=True)(namespace[name + suffix]) for suffix in ("_value", "_grad"))
+    kernels = tuple(njit(cache=True)(namespace[name + suffix]) for suffix in ("_value", "_grad"))
+    CONTINUABLE_KERNELS.update(kernels)
+    return kernels
+
+
+#: the kernels :func:`elementwise` compiled: they take ``start`` (a loss class with kernels
+#: of its own may not)
+CONTINUABLE_KERNELS: set = set()
 
 
 @njit(cache=True)
