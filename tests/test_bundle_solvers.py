@@ -175,12 +175,8 @@ def test_prox_bmrm_step_bound_and_certificate():
     states = list(ProximalBundle(max_step=0.05, rtol=1e-3, max_iter=2000).iterate(J))
     tuned = 0
     for prev, cur in zip(states[:-1], states[1:]):
-        assert cur.K >= 0.05                               # max_step: the smallest bound
         if cur.n_tunes > prev.n_tunes and cur.alpha > 0:  # a re-tuned step respects the bound
-            assert np.linalg.norm(cur.w - prev.w) <= prev.K * (1 + 1e-9)
-            # the bound doubles after a descent and halves (not below max_step) after an ascent
-            grown = cur.fun < prev.fun
-            assert cur.K == (2 * prev.K if grown else max(prev.K / 2, 0.05))
+            assert np.linalg.norm(cur.w - prev.w) <= 0.05 * (1 + 1e-9)
             tuned += 1
     assert tuned > 0
     res = nsopt.minimize(J, method="proximal-bundle", rtol=1e-4)
@@ -390,8 +386,9 @@ def test_group_evaluation_is_one_oracle_call_and_sums_to_the_risk():
 def test_kbundle_drops_idle_planes_before_aggregating(monkeypatch):
     """A full bundle makes room by dropping planes idle for remove_inactive solves (multiplier
     0: the dual value is kept) before it aggregates: with k above the active set's size
-    (d + 1 = 6 here, k = 20) nothing is ever aggregated, while the paper's policy (remove_inactive=None)
-    aggregates planes that still carry weight. Either way at most k planes, bound monotone."""
+    (d + 1 = 6 here, k = 20) nothing is ever aggregated, while the paper's policy
+    (remove_inactive=None) aggregates planes that still carry weight. Either way at most k
+    planes and a monotone bound."""
     from nsopt.bundle import PlaneBundle
 
     calls = []

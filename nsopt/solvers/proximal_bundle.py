@@ -384,8 +384,8 @@ class ProxBMRM(ProximalBundle):
         structured losses split their examples, :class:`~nsopt.losses.NDCG` its queries (P at
         most the number of queries); one oracle call still gives all P planes.
     max_step : float > 0 or None
-        :math:`K_1`, the first (and smallest) step bound of the re-tuning; None: ``0.01
-        ||w_1||``, or 0.4 when ``w_1 = 0`` (SHOGUN's rule). Formerly ``K`` (deprecated alias).
+        :math:`K`, the step bound of the re-tuning; None: ``0.01 ||w_1||``, or 0.4 when
+        ``w_1 = 0`` (SHOGUN's rule). Formerly ``K`` (deprecated alias).
     retune_every : int >= 1, default 100
         :math:`T`: the decrease threshold :math:`\gamma` asks for a :math:`1/T` share of the
         objective per iteration, so after about ``retune_every`` iterations without re-tuning
@@ -416,16 +416,6 @@ class ProxBMRM(ProximalBundle):
     dominates the cost, one call per iteration is the better trade, and every evaluated point
     adds a valid plane either way. Unlike SHOGUN, :math:`J` in the decrease test is the true
     objective (no prox term).
-
-    Step bound (not in [UF12]_, whose :math:`K` is fixed): after a re-tuned step with
-    :math:`\alpha > 0` (the bound was binding) :math:`K` doubles if the objective decreased
-    and halves, not below :math:`K_1`, if it rose (a trust radius, after Kiwiel's proximity
-    control). A fixed :math:`K` caps every re-tuned step, so reaching :math:`w^*` from
-    :math:`w_1 = 0` took :math:`\|w^*\|/K` iterations at least. On ``benchmarks/small.py``'s
-    1000 x 20 integer data (:math:`\|w^*\| \approx 50` against :math:`K = 0.4`) at
-    :math:`\lambda = 10^{-2}` LAD, epsilon-insensitive and quantile took 430, 441 and 330
-    iterations (BMRM: 217, 230, 100); with the rule 343, 325 and 200. Over that benchmark's 32
-    cells: 7,235 iterations before, 6,067 after (25 cells fewer, 6 up to 12% more; issue 11).
 
     Scaling: the paper's grid :math:`\alpha \in \{0, 1, 2, 4, \dots\}` assumes its sum-loss
     scaling (:math:`\lambda \ge 1`); with nsopt's mean loss (:math:`\lambda` = the paper's
@@ -520,7 +510,6 @@ class ProxBMRM(ProximalBundle):
         n_tunes: int
         prox_master: object = None        # backend of the prox master (L2 in scaled coordinates)
         w_master: np.ndarray | None = None  # the alpha = 0 master's minimiser (intercepts only)
-        K0: float = 0.0            # the first step bound (K never shrinks below it)
 
     @classmethod
     def unsupported_reason(cls, problem):
@@ -563,7 +552,7 @@ class ProxBMRM(ProximalBundle):
                           gamma=math.inf, retune=True,
                           beta0=m.alpha, beta=None, K=K, bundle=bundle, master=master,
                           n_planes=bundle.n, n_tunes=0, prox_master=prox_master,
-                          w_master=m.w if k else None, K0=K)
+                          w_master=m.w if k else None)
 
     def _evaluate(self, problem, w):
         """One oracle call; with ``n_models > 1`` also the partial risks of the groups."""
@@ -650,17 +639,13 @@ class ProxBMRM(ProximalBundle):
             T = self.retune_every
             gamma = fun_new / T - m.dual_value / (T * (1.0 - eps))
         retune = (s.fun - fun_new) < gamma                               # l. 4
-        if tuned and alpha > 0.0:
-            # the step bound was binding: twice as far after a descent, half after an ascent
-            # (K set from w_1 alone never adapts; see the class's Notes)
-            K = 2.0 * K if fun_new < s.fun else max(0.5 * K, s.K0)
         return self.State(w=w_evaluated, fun=fun_new, fun_best=fun_best, lower_bound=m.dual_value,
                           a_bar=m.a_bar, b_bar=m.b_bar, evidence=m.evidence, alpha=alpha,
                           gamma=gamma, retune=retune,
                           beta0=m.alpha, beta=beta, K=K, bundle=s.bundle, master=s.master,
                           n_planes=s.bundle.n, n_tunes=s.n_tunes + int(tuned),
                           prox_master=s.prox_master,
-                          w_master=m.w if _n_intercepts(problem) else None, K0=s.K0)
+                          w_master=m.w if _n_intercepts(problem) else None)
 
     def info(self, s):
         return {"n_planes": s.n_planes, "n_tunes": s.n_tunes, "alpha": s.alpha,
