@@ -66,7 +66,7 @@ class KBundle(Solver):
     bundle holds idle ones throws away what the model knows. At lam = 1e-6 on
     ``benchmarks/small.py``'s 1000 x 20 piecewise-linear problems the paper's policy needed
     544-854 iterations (LAD, epsilon-insensitive, quantile, hinge); dropping idle planes first,
-    428-547 (BMRM, which keeps every active plane: 331-585).
+    289-547 (BMRM, which keeps every active plane: 331-585).
     Where the active planes outnumber k the two policies are within noise of each other. These
     are cutting-plane counts at small lam (the bound below is :math:`O(1/(\lambda\epsilon))`):
     subBFGS needs 39-80 iterations there.
