@@ -381,3 +381,28 @@ def test_group_evaluation_is_one_oracle_call_and_sums_to_the_risk():
     assert values.sum() == pytest.approx(J.loss.value(w), rel=1e-12)
     np.testing.assert_allclose(subgradients.sum(0), J.loss.subgradient(w), rtol=1e-10, atol=1e-14)
     assert ev.fun == pytest.approx(J.value(w), rel=1e-12)
+
+
+def test_kbundle_drops_idle_planes_before_aggregating(monkeypatch):
+    """A full bundle makes room by dropping planes idle for remove_inactive solves (multiplier
+    0: the dual value is kept) before it aggregates: with k above the active set's size
+    (d + 1 = 6 here, k = 20) nothing is ever aggregated, while the paper's policy
+    (remove_inactive=None) aggregates planes that still carry weight. Either way at most k
+    planes and a monotone bound."""
+    from nsopt.bundle import PlaneBundle
+
+    calls = []
+    aggregate = PlaneBundle.aggregate
+    monkeypatch.setattr(PlaneBundle, "aggregate",
+                        lambda self, *a, **kw: calls.append(1) or aggregate(self, *a, **kw))
+    J = _hinge(m=200, d=5, seed=7, lam=1e-6)
+    runs = {}
+    for idle in (10, None):
+        calls.clear()
+        lower = -math.inf
+        for s in KBundle(bundle_size=20, remove_inactive=idle, rtol=1e-4, max_iter=400).iterate(J):
+            assert s.bundle.n <= 20 + s.bundle.n_fixed
+            assert s.lower_bound >= lower - 1e-12
+            lower = s.lower_bound
+        runs[idle] = len(calls)
+    assert runs[10] == 0 < runs[None]
