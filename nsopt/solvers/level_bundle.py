@@ -19,7 +19,7 @@ import scipy.sparse as sp
 from ..bundle import PlaneBundle
 from ..certificate import OraclePlanes
 from ..oracle import OracleNumericalError, freeze
-from .._validation import Interval, NoneOr, Option, Satisfies, check_box
+from .._validation import Boolean, Interval, NoneOr, Option, Satisfies, check_box
 from ._base import ProblemNotSupported, Solver
 from ..inner.level_master import BoxModelLP, DenseBoxLP, highs_available, project_level_set
 from ._region import (HOT_LP_OPTIONS, MasterLPError, ModelMinimum, box_min, box_model_minimum,
@@ -222,7 +222,7 @@ class LevelBundle(Solver):
         "lp_every": Option(2, NoneOr(Interval(Integral, 1, None, closed="left")),
                            doc="solve the LP every this many iterations (None: only when the "
                                "level set is empty)"),
-        "minorants": Option(True, Satisfies(lambda v: isinstance(v, bool), "True or False"),
+        "minorants": Option(True, Boolean(),
                             doc="add the oracle's extra minorants to the model"),
         "max_planes": Option(200, NoneOr(Interval(Integral, 3, None, closed="left")),
                              doc="planes kept (never those of the current evidence)"),
