@@ -119,17 +119,19 @@ def max_eigenvalue(A0, As, lower_bound=-np.inf, minorants=MINORANTS):
             last["eig"] = np.linalg.eigh(A0 + np.tensordot(x, As, axes=1))
         return last["eig"]
 
+    flat = As.reshape(k, -1)                # v^T A_i v = <A_i, v v^T>: one product for all i
+
     def vs(x):
         eigenvalues, vectors = eig(x)
         v = vectors[:, -1]
-        return float(eigenvalues[-1]), np.einsum("i,kij,j->k", v, As, v)
+        return float(eigenvalues[-1]), flat @ np.outer(v, v).ravel()
 
     def planes(x):
         vectors = eig(x)[1]
         n = vectors.shape[0]
         Vr = vectors[:, max(n - 1 - minorants, 0): n - 1][:, ::-1]   # the next r, largest first
-        G = np.einsum("ir,kij,jr->rk", Vr, As, Vr)
-        return G, np.einsum("ir,ij,jr->r", Vr, A0, Vr)
+        outer = (Vr[:, None, :] * Vr[None, :, :]).reshape(n * n, -1)
+        return (flat @ outer).T, A0.ravel() @ outer
 
     import cvxpy as cp
     # a sum of scalar multiples of symmetric constants: cvxpy knows the argument is symmetric

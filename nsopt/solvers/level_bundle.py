@@ -417,9 +417,8 @@ class LevelBundle(Solver):
             if added >= room:
                 break
             a, b = G[j], float(c[j])
-            A = bundle.A
-            same = (bundle.b == b) & (A == a).all(axis=1)
-            if same.any():
+            twins = np.flatnonzero(bundle.b == b)    # an equal plane: same offset first
+            if twins.size and (bundle.A[twins] == a).all(axis=1).any():
                 continue
             bundle.add(a, b)
             self._mirror(bundle, lp)
