@@ -61,7 +61,7 @@ Usage: OPENBLAS_NUM_THREADS=1 python benchmarks/any_oracle.py [--functions ...] 
        proximal-bundle subbfgs sublbfgs] [--tols 1e-3 1e-6 1e-8] [--max-time 20]
        [--region box|ball] [--no-scs] [--size full|tiny] [--minorants K]
 
-``--minorants K`` (default ``catalogue.MINORANTS``, 8; 0: none): the extra affine minorants per
+``--minorants K`` (default ``catalogue.MINORANTS``, 16; 0: none): the extra affine minorants per
 oracle call that ``max-affine``, ``chebyshev`` and ``max-eigenvalue`` offer
 (:meth:`nsopt.Oracle.minorants`: near-active pieces, next eigenvectors); the bundle methods that
 take them (level-bundle) add them to their model.

@@ -52,6 +52,7 @@ References
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 import numbers
@@ -543,6 +544,18 @@ class OraclePlanes(Evidence):
     b_ub: np.ndarray | None = None
     y_ub: np.ndarray | None = None
     kind = "oracle-planes"
+
+    def tagged(self) -> "OraclePlanes":
+        """This evidence with its query points read as a solver keeps them: a pair ``(x, j)``
+        stands for row ``j`` of the oracle's minorants at ``x`` (moved to ``minorants``), any
+        other entry for the point's own plane. Returns ``self`` when no point is a pair."""
+        if not any(type(p) is tuple for p in self.points):
+            return self
+        if self.directions is not None:
+            _fail("minorant rows and directions cannot be combined in one evidence")
+        rows = tuple(p[1] if type(p) is tuple else None for p in self.points)
+        points = tuple(p[0] if type(p) is tuple else p for p in self.points)
+        return dataclasses.replace(self, points=points, minorants=rows)
 
     def rows(self, d: int):
         r"""The validated rows ``(A_ub, b_ub, y_ub)`` (None without): the region is then

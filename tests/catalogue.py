@@ -26,7 +26,7 @@ def l1_fit(A, b, lower_bound=0.0):
 
 #: extra minorants the catalogue's max-type oracles offer per call (``minorants=`` of the
 #: builders): the near-active pieces, or eigenvectors, next after the one of the subgradient
-MINORANTS = 8
+MINORANTS = 16
 
 
 def _top(values, k, first):

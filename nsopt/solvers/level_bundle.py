@@ -37,6 +37,32 @@ DROP_SHARE = 10
 DENSE_LP_MAX_DIM = 300
 
 
+def add_oracle_minorants(problem, bundle, w, room=None, added=None) -> int:
+    """Add the oracle's extra minorants at ``w`` (:meth:`~nsopt.Oracle.minorants`, asked right
+    after the evaluation at ``w``) to ``bundle`` (:meth:`~nsopt.bundle.PlaneBundle.add_minorant`),
+    in the oracle's order, at most ``room`` of them (None: all), each only if no plane of the
+    bundle equals it; ``added(j)`` is called after row ``j`` is added. Returns how many were."""
+    if not problem.offers_minorants or (room is not None and room <= 0):
+        return 0
+    out = problem.minorants(w)
+    if out is None:
+        return 0
+    G, c = out
+    n = 0
+    for j in range(G.shape[0]):
+        if room is not None and n >= room:
+            break
+        a, b = G[j], float(c[j])
+        twins = np.flatnonzero(bundle.b == b)        # an equal plane: the same offset first
+        if twins.size and (bundle.A[twins] == a).all(axis=1).any():
+            continue
+        bundle.add_minorant(w, j, a, b)
+        n += 1
+        if added is not None:
+            added(j)
+    return n
+
+
 def _finite_box(value):
     return check_box(value, "bounds", finite=True)
 
@@ -51,13 +77,8 @@ def _points_evidence(points, alpha, floor_value, plane, lb, ub):
     if index and points[index[0]] is None:          # the floor plane (index 0) is weighted
         floor = float(alpha[index[0]])
         index = index[1:]
-    chosen = [points[i] for i in index]
-    rows = None
-    if any(type(p) is tuple for p in chosen):
-        rows = tuple(p[1] if type(p) is tuple else None for p in chosen)
-        chosen = [p[0] if type(p) is tuple else p for p in chosen]
-    return OraclePlanes(tuple(chosen), alpha[index], floor=floor, floor_value=floor_value,
-                        plane=plane, lb=lb, ub=ub, minorants=rows)
+    return OraclePlanes(tuple([points[i] for i in index]), alpha[index], floor=floor,
+                        floor_value=floor_value, plane=plane, lb=lb, ub=ub).tagged()
 
 
 @register
@@ -405,26 +426,15 @@ class LevelBundle(Solver):
         """Add the oracle's extra minorants at ``w`` (the point just evaluated) to the bundle
         and the LP, each new one only (not equal to a plane kept), as many as fit under
         ``max_planes``; returns how many were added."""
-        if not (self.minorants and points is not None and problem.offers_minorants):
+        if not (self.minorants and points is not None):
             return 0
-        out = problem.minorants(w)
-        if out is None:
-            return 0
-        G, c = out
-        room = G.shape[0] if self.max_planes is None else self.max_planes - bundle.n
-        added = 0
-        for j in range(G.shape[0]):
-            if added >= room:
-                break
-            a, b = G[j], float(c[j])
-            twins = np.flatnonzero(bundle.b == b)    # an equal plane: same offset first
-            if twins.size and (bundle.A[twins] == a).all(axis=1).any():
-                continue
-            bundle.add(a, b)
+        room = None if self.max_planes is None else self.max_planes - bundle.n
+
+        def added(j):
             self._mirror(bundle, lp)
             points.append((w, j))
-            added += 1
-        return added
+
+        return add_oracle_minorants(problem, bundle, w, room, added)
 
     @staticmethod
     def _hot_lp(lb, ub):
