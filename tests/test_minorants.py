@@ -104,7 +104,7 @@ def test_combinators_pass_minorants_on_exactly(seed, c):
 def _planted(shift):
     f, _ = _build("max-affine", 3, 3)
 
-    def planes(x):
+    def planes(x):  # noqa: the honest minorants, shifted
         G, c = f.minorants(x)
         return G, c + shift                 # lifted: no longer below f
 
@@ -159,6 +159,34 @@ def test_level_bundle_with_minorants_certifies_and_brackets_clarabel(kind, seed)
     assert plain.success
     assert plain.certificate.evidence.minorants is None   # none recorded when not used
     assert plain.lower_bound - tol <= fs <= plain.fun + tol
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_trust_region_bundle_with_minorants_certifies_and_brackets_clarabel(kind):
+    f, expr = _build(kind, 1, 4)
+    bounds = (-2.0, 2.0)
+    fs = _clarabel(expr, f.dim, *bounds)
+    res = nsopt.minimize(f, method="proximal-bundle", bounds=bounds, rtol=1e-7, max_iter=500)
+    tol = 1e-7 * (1 + abs(fs))
+    assert res.success, res.message
+    assert res.lower_bound - tol <= fs <= res.fun + tol
+    assert res.certificate.check(f, bounds=bounds) >= res.lower_bound - 1e-9 * (1 + abs(fs))
+    assert res.info["n_planes"] >= 1
+
+
+def test_trust_region_bundle_records_minorant_rows_that_check_rebuilds():
+    f, _ = _build("max-affine", 0, 4)
+    res = nsopt.minimize(f, method="proximal-bundle", bounds=(-2.0, 2.0), rtol=1e-7)
+    rows = res.certificate.evidence.minorants
+    assert rows is not None and any(j is not None for j in rows)
+    res.certificate.check(f, bounds=(-2.0, 2.0))
+    vs = f.value_and_subgradient
+    bare = nsopt.FunctionOracle(value_and_subgradient=lambda x: vs(x), dim=f.dim)
+    with pytest.raises(CertificateError, match="offers no minorants"):
+        res.certificate.check(bare, bounds=(-2.0, 2.0))
+    off = nsopt.minimize(f, method="proximal-bundle", bounds=(-2.0, 2.0), rtol=1e-7,
+                         minorants=False)
+    assert off.certificate.evidence.minorants is None
 
 
 def _certified_with_rows():

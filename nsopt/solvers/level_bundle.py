@@ -321,6 +321,7 @@ class LevelBundle(Solver):
             if problem.deadline is not None and time.perf_counter() >= problem.deadline:
                 # cut by max_time: no new bound this step; the loop stops on the time limit
                 x = bundle.query_point(bundle.n - 1)
+                x = x[0] if type(x) is tuple else x     # a minorant's (point, row)
                 return ModelMinimum(x, -math.inf, np.zeros(bundle.n), None, -math.inf)
             raise OracleNumericalError(f"level-bundle: {exc}", None, "the master LP") from None
 
