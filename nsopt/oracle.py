@@ -183,9 +183,9 @@ class Oracle:
         Whether :meth:`minorants` may return planes (False: it always returns None, and
         solvers do not ask).
 
-    Extra minorants (optional)
-    --------------------------
-    ``minorants(w) -> (G, c)`` or ``None``: ``G`` an array ``(k, dim)``, ``c`` an array
+    Notes
+    -----
+    Extra minorants (optional). ``minorants(w) -> (G, c)`` or ``None``: ``G`` an array ``(k, dim)``, ``c`` an array
     ``(k,)``, with
 
     .. math:: f(y) \ge \langle G_j, y\rangle + c_j \qquad \text{for every } y
@@ -216,7 +216,7 @@ class Oracle:
     #: True when the function is differentiable everywhere (every subgradient is the gradient):
     #: solvers that need a gradient (OWL-QN) ask this, not the class
     differentiable: bool = False
-    #: True when :meth:`minorants` may offer planes (see "Extra minorants" above)
+    #: True when :meth:`minorants` may offer planes (see the Notes above)
     offers_minorants: bool = False
 
     # --- public API: argument checks, then the private implementation -------------------

@@ -41,7 +41,8 @@ def add_oracle_minorants(problem, bundle, w, room=None, added=None) -> int:
     """Add the oracle's extra minorants at ``w`` (:meth:`~nsopt.Oracle.minorants`, asked right
     after the evaluation at ``w``) to ``bundle`` (:meth:`~nsopt.bundle.PlaneBundle.add_minorant`),
     in the oracle's order, at most ``room`` of them (None: all), each only if no plane of the
-    bundle equals it; ``added(j)`` is called after row ``j`` is added. Returns how many were."""
+    bundle equals it; ``added(j, a, b)`` is called after row ``j``, the plane ``<a, x> + b``, is
+    added. Returns how many were."""
     if not problem.offers_minorants or (room is not None and room <= 0):
         return 0
     out = problem.minorants(w)
@@ -59,7 +60,7 @@ def add_oracle_minorants(problem, bundle, w, room=None, added=None) -> int:
         bundle.add_minorant(w, j, a, b)
         n += 1
         if added is not None:
-            added(j)
+            added(j, a, b)
     return n
 
 
@@ -431,8 +432,9 @@ class LevelBundle(Solver):
             return 0
         room = None if self.max_planes is None else self.max_planes - bundle.n
 
-        def added(j):
-            self._mirror(bundle, lp)
+        def added(j, a, b):
+            if lp is not None:
+                lp.add(a, b)            # the bundle's newest row (dense: no copy from it)
             points.append((w, j))
 
         return add_oracle_minorants(problem, bundle, w, room, added)
