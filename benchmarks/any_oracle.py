@@ -61,8 +61,9 @@ Usage: OPENBLAS_NUM_THREADS=1 python benchmarks/any_oracle.py [--functions ...] 
        proximal-bundle subbfgs sublbfgs] [--tols 1e-3 1e-6 1e-8] [--max-time 20]
        [--region box|ball] [--no-scs] [--size full|tiny] [--minorants K]
 
-``--minorants K`` (default ``MINORANTS``: 16, 16 and 8; 0: none): the extra affine minorants per
-oracle call that ``max-affine``, ``chebyshev`` and ``max-eigenvalue`` offer
+``--minorants K`` (default ``MINORANTS``: 16, 16, 8 and 0 for the L1 fits; 0: none): the extra
+affine minorants per oracle call that ``max-affine``, ``chebyshev``, ``max-eigenvalue`` and the
+L1 fits offer
 (:meth:`nsopt.Oracle.minorants`: near-active pieces, next eigenvectors); the bundle methods that
 take them (level-bundle) add them to their model.
 """
@@ -98,7 +99,7 @@ SIZES = {
 #: extra minorants per call the max-type oracles offer by default (``--minorants`` overrides):
 #: the fewest calls for the least CPU, measured (docs/solvers.md): past 8 the eigenvalue's
 #: planes of far eigenvectors cost more LP and projection time than they save calls
-MINORANTS = {"max-affine": 16, "chebyshev": 16, "max-eigenvalue": 8}
+MINORANTS = {"max-affine": 16, "chebyshev": 16, "max-eigenvalue": 8, "l1-fit": 0}
 LAM = 1e-4   # hinge
 MU = 0.005   # max-affine ridge
 
@@ -112,7 +113,7 @@ def build(name, size, minorants=None):
         minorants = MINORANTS.get(name, 0)
     if name in ("l1-fit", "l1-fit-halfspace"):
         A, b, _ = C.l1_fit_data(s["m"], s["d"], noise=0.1, seed=0)
-        return C.l1_fit(A, b)
+        return C.l1_fit(A, b, minorants=minorants)
     if name == "max-affine":
         return C.max_affine_ridge(*C.max_affine_data(s["n_pieces"], s["d"], seed=1), mu=MU,
                                   minorants=minorants)
@@ -293,8 +294,9 @@ def main(argv=None):
     ap.add_argument("--no-scs", action="store_true")
     ap.add_argument("--size", choices=["full", "tiny"], default="full")
     ap.add_argument("--minorants", type=int, default=None,
-                    help="extra minorants per oracle call offered by max-affine, chebyshev and "
-                         f"max-eigenvalue (Oracle.minorants; 0: none; default {MINORANTS})")
+                    help="extra minorants per oracle call offered by max-affine, chebyshev, "
+                         "max-eigenvalue and the L1 fits (Oracle.minorants; 0: none; default "
+                         f"{MINORANTS})")
     args = ap.parse_args(argv)
     if args.minorants is not None and args.minorants < 0:
         ap.error(f"--minorants must be >= 0, got {args.minorants}")

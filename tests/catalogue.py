@@ -13,14 +13,30 @@ from cvxref import cvxpy_multiclass_hinge, cvxpy_optimum, small_binary, small_mu
 
 
 # --- bare-oracle functions: (FunctionOracle, cvxpy expression of x) ------------------------
-def l1_fit(A, b, lower_bound=0.0):
-    r""":math:`f(x) = \|Ax - b\|_1` as a FunctionOracle, with its cvxpy expression."""
+def l1_fit(A, b, lower_bound=0.0, minorants=0):
+    r""":math:`f(x) = \|Ax - b\|_1` as a FunctionOracle, with its cvxpy expression.
+
+    Extra minorants (``minorants`` = k, 0: none, the default): :math:`\langle s', Ay -
+    b\rangle` for the sign vector :math:`s = \operatorname{sign}(Aw - b)` with one sign
+    flipped, at each of the k residuals nearest zero (:math:`|s'_i| \le 1` makes it a minorant
+    everywhere; each costs O(d) from the subgradient)."""
     def vs(x):
         r = A @ x - b
         return float(np.abs(r).sum()), A.T @ np.sign(r)
 
+    def planes(x):
+        r = A @ x - b
+        s = np.sign(r)
+        g, sb = A.T @ s, float(s @ b)
+        k = min(minorants, r.size)
+        near = np.argpartition(np.abs(r), k - 1)[:k]
+        near = near[np.lexsort((near, np.abs(r[near])))]
+        flip = np.where(s[near] > 0, -1.0, 1.0) - s[near]      # s'_j - s_j
+        return g + flip[:, None] * A[near], -sb - flip * b[near]
+
     import cvxpy as cp
-    return (nsopt.FunctionOracle(value_and_subgradient=vs, dim=A.shape[1], lower_bound=lower_bound),
+    return (nsopt.FunctionOracle(value_and_subgradient=vs, dim=A.shape[1], lower_bound=lower_bound,
+                                 minorants=planes if minorants else None),
             lambda x: cp.norm1(A @ x - b))
 
 

@@ -25,6 +25,9 @@ def _build(kind, seed, k):
     if kind == "max-affine":
         A, b = C.max_affine_data(n_pieces=25, d=4, seed=seed)
         return C.max_affine_ridge(A, b, mu=0.05, minorants=k)
+    if kind == "l1-fit":
+        A, b, _ = C.l1_fit_data(m=30, d=4, seed=seed)
+        return C.l1_fit(A, b, minorants=k)
     if kind == "chebyshev":
         t, y = C.chebyshev_data(30 + seed, "step" if seed % 2 else "abs")
         return C.chebyshev_fit(t, y, degree=4, minorants=k)
@@ -41,7 +44,7 @@ def _below(f, G, c, ys):
         assert np.all(lin <= fy + 1e-10 * (1 + abs(fy) + np.abs(G) @ np.abs(y))), (lin, fy)
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", KINDS + ["l1-fit"])
 @given(seed=st.integers(0, 50), k=st.integers(1, 6), scale=st.sampled_from([0.1, 1.0, 5.0]))
 def test_catalogue_minorants_lie_below_f_everywhere(kind, seed, k, scale):
     f, _ = _build(kind, seed, k)
@@ -59,7 +62,7 @@ def test_catalogue_minorants_lie_below_f_everywhere(kind, seed, k, scale):
 
 
 def test_catalogue_without_minorants_offers_none():
-    for kind in KINDS:
+    for kind in KINDS + ["l1-fit"]:
         f, _ = _build(kind, 0, 0)
         assert not f.offers_minorants and f.minorants(np.zeros(f.dim)) is None
 
