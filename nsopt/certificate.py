@@ -525,7 +525,8 @@ class OraclePlanes(Evidence):
 
     Check: one oracle call per query point with a positive multiplier
     (``value_and_subgradient``), or two for a point with a direction (``value``, once per
-    distinct point, and ``sup_subgradient``); O(d) arithmetic per point, plus rational
+    distinct point, and ``sup_subgradient``), or one ``minorants`` call per distinct point
+    with minorant rows; O(d) arithmetic per point, plus rational
     arithmetic on the coordinates whose sign matters and rounding cannot decide.
     """
 
@@ -960,7 +961,8 @@ class Certificate:
         Cost: one evaluation of J at ``x``; for a RegularizedRisk one fingerprint, and one
         data pass (:class:`DualPoint`, :class:`SaddlePoint`) or k loss oracle calls
         (:class:`QueryPoints` with k points); k oracle calls for :class:`OraclePlanes` with k
-        query points (two for a point with a direction).
+        query points (two for a point with a direction; one ``minorants`` call per distinct
+        point with minorant rows).
         """
         lower, upper, gap = self.lower, self.upper, self.gap
         for name, v in (("lower", lower), ("upper", upper), ("gap", gap)):
