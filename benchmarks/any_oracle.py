@@ -59,7 +59,13 @@ setting, so the ratios compare like with like.
 
 Usage: OPENBLAS_NUM_THREADS=1 python benchmarks/any_oracle.py [--functions ...] [--methods level-bundle
        proximal-bundle subbfgs sublbfgs] [--tols 1e-3 1e-6 1e-8] [--max-time 20]
-       [--region box|ball] [--no-scs] [--size full|tiny]
+       [--region box|ball] [--no-scs] [--size full|tiny] [--minorants K]
+
+``--minorants K`` (default ``MINORANTS``: 16, 16, 8 and 0 for the L1 fits; 0: none): the extra
+affine minorants per oracle call that ``max-affine``, ``chebyshev``, ``max-eigenvalue`` and the
+L1 fits offer
+(:meth:`nsopt.Oracle.minorants`: near-active pieces, next eigenvectors); the bundle methods that
+take them (level-bundle) add them to their model.
 """
 from __future__ import annotations
 
@@ -90,22 +96,33 @@ SIZES = {
     "hinge-synthetic": ({"n_samples": 5000, "n_features": 123}, {"n_samples": 200, "n_features": 20}),
     "hinge-a9a": ({}, {}),
 }
+#: extra minorants per call the max-type oracles offer by default (``--minorants`` overrides):
+#: the fewest calls for the least CPU, measured (docs/solvers.md): past 8 the eigenvalue's
+#: planes of far eigenvectors cost more LP and projection time than they save calls
+MINORANTS = {"max-affine": 16, "chebyshev": 16, "max-eigenvalue": 8, "l1-fit": 0}
 LAM = 1e-4   # hinge
 MU = 0.005   # max-affine ridge
 
 
-def build(name, size):
-    """``(oracle, cvxpy expression of x)`` of a function, or None (a9a absent)."""
+def build(name, size, minorants=None):
+    """``(oracle, cvxpy expression of x)`` of a function, or None (a9a absent); ``minorants``:
+    how many extra minorants per call the max-type oracles offer (0: none; None: the
+    function's default, ``MINORANTS``)."""
     s = SIZES[name][size == "tiny"]
+    if minorants is None:
+        minorants = MINORANTS.get(name, 0)
     if name in ("l1-fit", "l1-fit-halfspace"):
         A, b, _ = C.l1_fit_data(s["m"], s["d"], noise=0.1, seed=0)
-        return C.l1_fit(A, b)
+        return C.l1_fit(A, b, minorants=minorants)
     if name == "max-affine":
-        return C.max_affine_ridge(*C.max_affine_data(s["n_pieces"], s["d"], seed=1), mu=MU)
+        return C.max_affine_ridge(*C.max_affine_data(s["n_pieces"], s["d"], seed=1), mu=MU,
+                                  minorants=minorants)
     if name == "chebyshev":
-        return C.chebyshev_fit(*C.chebyshev_data(s["n_points"], "abs"), degree=s["degree"])
+        return C.chebyshev_fit(*C.chebyshev_data(s["n_points"], "abs"), degree=s["degree"],
+                               minorants=minorants)
     if name == "max-eigenvalue":
-        return C.max_eigenvalue(*C.max_eigenvalue_data(s["n"], s["k"], seed=2))
+        return C.max_eigenvalue(*C.max_eigenvalue_data(s["n"], s["k"], seed=2),
+                                minorants=minorants)
     if name == "hinge-synthetic":
         X, y = nsopt.datasets.make_sparse_binary(s["n_samples"], s["n_features"], random_state=0)
         return C.hinge_oracle(X, y, LAM)
@@ -276,20 +293,27 @@ def main(argv=None):
     ap.add_argument("--region", choices=["box", "ball"], default="box")
     ap.add_argument("--no-scs", action="store_true")
     ap.add_argument("--size", choices=["full", "tiny"], default="full")
+    ap.add_argument("--minorants", type=int, default=None,
+                    help="extra minorants per oracle call offered by max-affine, chebyshev, "
+                         "max-eigenvalue and the L1 fits (Oracle.minorants; 0: none; default "
+                         f"{MINORANTS})")
     args = ap.parse_args(argv)
+    if args.minorants is not None and args.minorants < 0:
+        ap.error(f"--minorants must be >= 0, got {args.minorants}")
     import cvxpy as cp
 
     tols = sorted(args.tols, reverse=True)
     rtol = tols[-1]
     warm_up(args.methods)
     print(f"certified relative gap gap/|fun| in {', '.join(f'{t:g}' for t in tols)}, from one run "
-          f"per method with rtol={rtol:g} and max_time={args.max_time:g} s; region: {args.region}")
+          f"per method with rtol={rtol:g} and max_time={args.max_time:g} s; region: {args.region}; "
+          f"extra minorants per call: {MINORANTS if args.minorants is None else args.minorants}")
     print("cells: seconds / oracle calls until the certified gap first reaches the tolerance; "
           f"t({rtol:g})/Clarabel: the seconds to {rtol:g} over Clarabel's")
     head = "".join(f"{f't({t:g}) s':>11}{'calls':>8}" for t in tols)
     violations = []
     for name in args.functions:
-        built = build(name, args.size)
+        built = build(name, args.size, args.minorants)
         if built is None:
             print(f"{name}: skipped (no a9a in the shared data folder)")
             continue

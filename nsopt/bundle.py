@@ -397,6 +397,19 @@ class PlaneBundle:
         slope_w = float(a @ w) if not sp.issparse(a) else float((a @ w).sum())
         return self.add(a, float(value) - slope_w, block, ev)
 
+    def add_minorant(self, w: np.ndarray, row: int, a: np.ndarray, b: float) -> int:
+        """Add row ``row`` of the oracle's extra minorants at ``w``, the plane ``<a, v> + b``
+        (:meth:`nsopt.Oracle.minorants`); with ``evidence="points"`` its query point is kept as
+        the pair ``(w, row)``, which :meth:`nsopt.certificate.OraclePlanes.tagged` reads."""
+        ev = None
+        if self.evidence_kind == "points":
+            key = self._next_id
+            self._next_id += 1
+            self._points[key] = (w, int(row))
+            self._refs[key] = 0
+            ev = {key: 1.0}
+        return self.add(a, float(b), 0, ev)
+
     def _take(self, order: np.ndarray, k: int) -> None:
         """Keep planes ``order`` (old indices) as the first ``k``; release dropped evidence."""
         kept = set(int(j) for j in order)

@@ -52,6 +52,7 @@ References
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 import numbers
@@ -506,7 +507,14 @@ class OraclePlanes(Evidence):
     ``directions[i]`` (None by default) says which subgradient: None is the one
     ``problem.value_and_subgradient(x_i)`` returns, a vector :math:`p` the one
     ``problem.sup_subgradient(x_i, p)`` returns (quasi-Newton aggregates at kinks combine
-    several subgradients of one point). ``floor_value`` must be the oracle's own
+    several subgradients of one point). ``minorants[i]`` (None by default) says which plane
+    instead: None is the point's own plane (as above), an integer :math:`j` the row :math:`j`
+    of the oracle's extra minorants at :math:`x_i`, ``(G, c) = problem.minorants(x_i)``
+    (:meth:`~nsopt.Oracle.minorants`), the plane :math:`\langle G_j, y\rangle + c_j` in
+    place of :math:`f(x_i) + \langle g_i, y - x_i\rangle`: rebuilt by calling the oracle
+    again, so a forged row (out of range, or an oracle that offers none) is rejected and a
+    bound the rebuilt planes do not prove fails the check. A point cannot have both a
+    direction and a minorant row. ``floor_value`` must be the oracle's own
     ``lower_bound``: it is re-read from the problem, so a forged floor is rejected.
 
     Rounding: the bound is computed in floating point, then an a priori bound on the error of
@@ -517,7 +525,8 @@ class OraclePlanes(Evidence):
 
     Check: one oracle call per query point with a positive multiplier
     (``value_and_subgradient``), or two for a point with a direction (``value``, once per
-    distinct point, and ``sup_subgradient``); O(d) arithmetic per point, plus rational
+    distinct point, and ``sup_subgradient``), or one ``minorants`` call per distinct point
+    with minorant rows; O(d) arithmetic per point, plus rational
     arithmetic on the coordinates whose sign matters and rounding cannot decide.
     """
 
@@ -525,6 +534,7 @@ class OraclePlanes(Evidence):
     weights: np.ndarray
     directions: tuple | None = None
     floor: float = 0.0
+    minorants: tuple | None = None
     floor_value: float = -math.inf
     centre: np.ndarray | None = None
     radius: float | None = None
@@ -535,6 +545,18 @@ class OraclePlanes(Evidence):
     b_ub: np.ndarray | None = None
     y_ub: np.ndarray | None = None
     kind = "oracle-planes"
+
+    def tagged(self) -> "OraclePlanes":
+        """This evidence with its query points read as a solver keeps them: a pair ``(x, j)``
+        stands for row ``j`` of the oracle's minorants at ``x`` (moved to ``minorants``), any
+        other entry for the point's own plane. Returns ``self`` when no point is a pair."""
+        if not any(type(p) is tuple for p in self.points):
+            return self
+        if self.directions is not None:
+            _fail("minorant rows and directions cannot be combined in one evidence")
+        rows = tuple(p[1] if type(p) is tuple else None for p in self.points)
+        points = tuple(p[0] if type(p) is tuple else p for p in self.points)
+        return dataclasses.replace(self, points=points, minorants=rows)
 
     def rows(self, d: int):
         r"""The validated rows ``(A_ub, b_ub, y_ub)`` (None without): the region is then
@@ -598,6 +620,10 @@ class OraclePlanes(Evidence):
         dirs = self.directions
         if dirs is not None and (not isinstance(dirs, (tuple, list)) or len(dirs) != k):
             _fail(f"the directions must be a tuple of {k} entries (None or a vector), one per point")
+        rows_of = self.minorants
+        if rows_of is not None and (not isinstance(rows_of, (tuple, list)) or len(rows_of) != k):
+            _fail(f"the minorant rows must be a tuple of {k} entries (None or an int), one per "
+                  "point")
         w0 = self.floor
         if isinstance(w0, (bool, np.bool_)) or not isinstance(w0, numbers.Real) or not math.isfinite(w0):
             _fail(f"the floor multiplier is {w0!r}, not a finite number")
@@ -638,6 +664,22 @@ class OraclePlanes(Evidence):
             if p is not None:
                 p = _finite_array(p, f"direction {i}", (d,))
             if W[i] == 0.0:
+                continue
+            j = None if rows_of is None else rows_of[i]
+            if j is not None:
+                if isinstance(j, (bool, np.bool_)) or not isinstance(j, numbers.Integral):
+                    _fail(f"the minorant row of query point {i} is {j!r}, not an int")
+                if p is not None:
+                    _fail(f"query point {i} names both a direction and a minorant row")
+                f, g = self._minorant(problem, x, int(j), i, d, values)
+                b_terms.append(f)
+                used_w.append(W[i])
+                a_hat += W[i] * g
+                abs_a += W[i] * np.abs(g)
+                mag_b += W[i] * abs(f)
+                slope2 += W[i] * float(np.linalg.norm(g))
+                if keep_rows:
+                    rows.append(g)
                 continue
             try:
                 if p is None:
@@ -716,6 +758,42 @@ class OraclePlanes(Evidence):
         bound = n_hat / total - 2.0 * (err + 4 * _U * abs(n_hat)) / total
         return (bound, a_hat, b_hat, max(mag_b, mag_m), seen,
                 float(np.max(abs_a, initial=0.0)))
+
+    @staticmethod
+    def _minorant(problem, x, j, i, d, cache):
+        """``(c_j, G_j)``: row ``j`` of ``problem.minorants(x)``, called once per distinct
+        point (``cache``), validated."""
+        key = ("minorants", x.tobytes())
+        if key not in cache:
+            fn = getattr(problem, "minorants", None)
+            if not callable(fn):
+                _fail(f"query point {i} names minorant row {j}, but the problem offers no "
+                      "minorants")
+            try:
+                out = fn(x)
+            except CertificateError:
+                raise
+            except Exception as exc:
+                raise CertificateError(f"the oracle raised at query point {i} (minorants): "
+                                       f"{exc!r}") from exc
+            cache[key] = out
+        out = cache[key]
+        if out is None:
+            _fail(f"query point {i} names minorant row {j}, but the oracle offers no minorants "
+                  "there")
+        G = np.asarray(out[0], dtype=np.float64)
+        c = np.asarray(out[1], dtype=np.float64).reshape(-1)
+        if G.ndim != 2 or G.shape[1] != d or c.shape != (G.shape[0],):
+            _fail(f"the oracle's minorants at query point {i} have shapes {G.shape} and "
+                  f"{c.shape}")
+        if not 0 <= j < G.shape[0]:
+            _fail(f"query point {i} names minorant row {j}, but the oracle offers "
+                  f"{G.shape[0]} there")
+        g = _finite_array(G[j], f"minorant {j} at query point {i}", (d,))
+        cj = float(c[j])
+        if not math.isfinite(cj):
+            _fail(f"the offset of minorant {j} at query point {i} is {cj!r}")
+        return cj, g
 
     @staticmethod
     def _box_min(a_hat, err_a, lb, ub, weights, rows):
@@ -883,7 +961,8 @@ class Certificate:
         Cost: one evaluation of J at ``x``; for a RegularizedRisk one fingerprint, and one
         data pass (:class:`DualPoint`, :class:`SaddlePoint`) or k loss oracle calls
         (:class:`QueryPoints` with k points); k oracle calls for :class:`OraclePlanes` with k
-        query points (two for a point with a direction).
+        query points (two for a point with a direction; one ``minorants`` call per distinct
+        point with minorant rows).
         """
         lower, upper, gap = self.lower, self.upper, self.gap
         for name, v in (("lower", lower), ("upper", upper), ("gap", gap)):

@@ -9,6 +9,10 @@ An :class:`Oracle` answers four questions about a convex function :math:`f: \mat
   :math:`f'(w; p) = \sup_{g \in \partial f(w)} \langle g, p \rangle` and a :math:`g` attaining it;
 * ``restrict(w, p)``: the line function :math:`\varphi(\eta) = f(w + \eta p)`.
 
+Optionally, ``minorants(w)``: extra affine minorants of :math:`f` found at ``w`` (global, not
+only planes at ``w``), which cutting-plane models add beside the subgradient's plane (several
+planes per oracle call); ``None`` (the default) when none is offered.
+
 A subclass implements ``_value_and_subgradient`` (the hot path) and may override ``_value``,
 ``_sup_subgradient`` and ``_restrict``; the public methods check their arguments once and call
 the private ones (the pattern of ``scipy.sparse.linalg.LinearOperator``).
@@ -138,6 +142,27 @@ class Evaluation:
         return f"Evaluation(fun={self.fun!r}, dim={np.size(self.w)})"
 
 
+def _checked_minorants(out, dim: int, who: str):
+    """``(G, c)`` as float arrays of shapes ``(k, dim)`` and ``(k,)`` (None, or k = 0: None);
+    a wrong shape is a ``ValueError`` naming ``who``. Non-finite entries pass through (the
+    counting oracle reports them)."""
+    if out is None:
+        return None
+    try:
+        G, c = out
+    except (TypeError, ValueError):
+        raise TypeError(f"{who}.minorants must return (G, c) or None, got "
+                        f"{type(out).__name__}") from None
+    G = np.asarray(G.toarray() if sp.issparse(G) else G, dtype=np.float64)
+    c = np.asarray(c, dtype=np.float64).reshape(-1)
+    if G.ndim == 1 and G.size == dim:
+        G = G.reshape(1, dim)
+    if G.ndim != 2 or G.shape[1] != dim or c.shape != (G.shape[0],):
+        raise ValueError(f"{who}.minorants returned G of shape {G.shape} and c of shape "
+                         f"{c.shape}: expected (k, {dim}) and (k,)")
+    return None if G.shape[0] == 0 else (G, c)
+
+
 def _all_finite(v) -> bool:
     # the sum is one pass without a d-sized boolean temporary; it overflows only for huge
     # finite entries, which the exact test then settles (an array's own sum: no dispatch)
@@ -146,7 +171,7 @@ def _all_finite(v) -> bool:
 
 
 class Oracle:
-    """Base class of every convex function nsopt can minimise.
+    r"""Base class of every convex function nsopt can minimise.
 
     Attributes
     ----------
@@ -154,6 +179,33 @@ class Oracle:
         Number of variables (``None`` for dimension-free functions such as regularizers).
     lower_bound : float
         A known lower bound on the function value (``-inf`` when none is known).
+    offers_minorants : bool
+        Whether :meth:`minorants` may return planes (False: it always returns None, and
+        solvers do not ask).
+
+    Notes
+    -----
+    Extra minorants (optional). ``minorants(w) -> (G, c)`` or ``None``: ``G`` an array ``(k, dim)``, ``c`` an array
+    ``(k,)``, with
+
+    .. math:: f(y) \ge \langle G_j, y\rangle + c_j \qquad \text{for every } y
+              \text{ and every } j,
+
+    *global* affine minorants that the oracle finds cheaply at ``w`` beside the subgradient
+    of ``value_and_subgradient(w)`` (whose own plane need not be repeated): e.g. for
+    :math:`\lambda_{\max}(A(y))` the planes :math:`v^\top A(y) v` of the eigenvectors
+    :math:`v` whose eigenvalues are near the top (a valid minorant for any unit :math:`v`),
+    for a maximum of affine pieces the near-active pieces. A bundle method adds them to its
+    model, so one call gives several planes (the subdifferential at a repeated eigenvalue is a
+    set that one plane per call only samples). The answer must be a function of ``w`` alone
+    (deterministic): a certificate records a minorant as (query point, row ``j``) and
+    :meth:`~nsopt.Certificate.check` rebuilds it by calling ``minorants`` again.
+    :class:`CountingOracle` counts it as part of the evaluation at ``w`` (no call of its own)
+    and checks each plane against the values seen; :func:`nsopt.testing.check_oracle` tests
+    the inequality at sampled points. The combinators pass them on exactly: ``c * f`` scales
+    them, ``f.compose(A, b)`` maps them (:math:`G A`, :math:`c + G b`), ``Max`` offers its
+    pieces' minorants and the planes of its other active pieces, ``f + g`` adds to each
+    term's minorant the other terms' planes at ``w``.
     """
 
     dim: int | None = None
@@ -164,6 +216,8 @@ class Oracle:
     #: True when the function is differentiable everywhere (every subgradient is the gradient):
     #: solvers that need a gradient (OWL-QN) ask this, not the class
     differentiable: bool = False
+    #: True when :meth:`minorants` may offer planes (see the Notes above)
+    offers_minorants: bool = False
 
     # --- public API: argument checks, then the private implementation -------------------
     def value(self, w) -> float:
@@ -189,7 +243,19 @@ class Oracle:
         p = check_vector(p, w.shape[0], "p")
         return self._restrict(w, p)
 
+    def minorants(self, w) -> tuple[np.ndarray, np.ndarray] | None:
+        r"""Extra global affine minorants found at ``w``: ``(G, c)`` with
+        :math:`f(y) \ge \langle G_j, y\rangle + c_j` for every ``y``, ``G`` of shape
+        ``(k, dim)`` and ``c`` of shape ``(k,)``; None when none is offered (the default)."""
+        if not self.offers_minorants:
+            return None
+        w = self._point(w)
+        return _checked_minorants(self._minorants(w), w.shape[0], type(self).__name__)
+
     # --- what a subclass implements ---------------------------------------------------
+    def _minorants(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        return None
+
     def _value_and_subgradient(self, w: np.ndarray) -> tuple[float, np.ndarray]:
         raise NotImplementedError(f"{type(self).__name__}._value_and_subgradient is not implemented")
 
@@ -683,7 +749,7 @@ class MaxLine(LineFunction):
 # User functions and combinators
 # ----------------------------------------------------------------------------------------
 class FunctionOracle(Oracle):
-    """Wrap user callables as an :class:`Oracle`.
+    r"""Wrap user callables as an :class:`Oracle`.
 
     Parameters
     ----------
@@ -700,6 +766,12 @@ class FunctionOracle(Oracle):
     lower_bound : float, optional
         A known lower bound on ``fun``: a real number < inf; ``-inf`` (the default) when none
         is known. NaN and +inf raise ``ValueError``.
+    minorants : callable ``w -> (G, c)`` or None, optional
+        Extra global affine minorants found at ``w`` (:meth:`Oracle.minorants`: ``G`` of
+        shape ``(k, dim)``, ``c`` of shape ``(k,)``, :math:`f(y) \ge \langle G_j,
+        y\rangle + c_j` for all ``y``); it is called right after ``value_and_subgradient``
+        at the same point, so it may reuse that call's work (e.g. an eigendecomposition kept
+        by the closure). Must be deterministic in ``w``.
 
     Raises
     ------
@@ -712,17 +784,24 @@ class FunctionOracle(Oracle):
 
     def __init__(self, fun: Callable | None = None, subgradient: Callable | None = None,
                  dim: int | None = None, sup_subgradient: Callable | None = None,
-                 value_and_subgradient: Callable | None = None, lower_bound: float = -math.inf):
+                 value_and_subgradient: Callable | None = None, lower_bound: float = -math.inf,
+                 minorants: Callable | None = None):
         if value_and_subgradient is None and (fun is None or subgradient is None):
             raise TypeError("FunctionOracle needs fun and subgradient, or value_and_subgradient")
         for name, f in (("fun", fun), ("subgradient", subgradient),
                         ("sup_subgradient", sup_subgradient),
-                        ("value_and_subgradient", value_and_subgradient)):
+                        ("value_and_subgradient", value_and_subgradient),
+                        ("minorants", minorants)):
             if f is not None and not callable(f):
                 raise TypeError(f"{name} must be callable, got {type(f).__name__}")
         self._fun, self._sub, self._vas, self._sup = fun, subgradient, value_and_subgradient, sup_subgradient
         self.dim = check_dim(dim)
         self.lower_bound = check_lower_bound(lower_bound)
+        self._minor = minorants
+        self.offers_minorants = minorants is not None
+
+    def _minorants(self, w):
+        return None if self._minor is None else self._minor(w)
 
     # What the user callables return is converted by user_scalar / user_vector: a wrong type or
     # size is an error naming the callable, what it returned and the point; NaN / inf values
@@ -768,6 +847,27 @@ class Sum(Oracle):
         self.dim = _common_dim(flat)
         self.lower_bound = float(sum(t.lower_bound for t in flat))
         self.finite = all(t.finite for t in flat)
+        self.offers_minorants = any(t.offers_minorants for t in flat)
+
+    def _minorants(self, w):
+        # a minorant of one term plus the other terms' planes at w (f_s(w) + <g_s, y - w>)
+        offers = [t._minorants(w) if t.offers_minorants else None for t in self.terms]
+        offers = [_checked_minorants(o, w.shape[0], type(t).__name__)
+                  for o, t in zip(offers, self.terms)]
+        if all(o is None for o in offers):
+            return None
+        planes = []
+        for t in self.terms:
+            f, g = t._value_and_subgradient(w)
+            planes.append((np.asarray(g, dtype=np.float64), float(f) - float(g @ w)))
+        a_all = sum(p[0] for p in planes)
+        b_all = sum(p[1] for p in planes)
+        Gs, cs = [], []
+        for (a, b), o in zip(planes, offers):
+            if o is not None:
+                Gs.append(o[0] + (a_all - a))
+                cs.append(o[1] + (b_all - b))
+        return np.vstack(Gs), np.concatenate(cs)
 
     def _value(self, w):
         return sum(t._value(w) for t in self.terms)
@@ -802,6 +902,11 @@ class Scaled(Oracle):
         self.dim = f.dim
         self.lower_bound = self.c * f.lower_bound if self.c > 0 else 0.0
         self.finite = f.finite or self.c == 0
+        self.offers_minorants = f.offers_minorants and self.c > 0
+
+    def _minorants(self, w):
+        out = _checked_minorants(self.f._minorants(w), w.shape[0], type(self.f).__name__)
+        return None if out is None else (self.c * out[0], self.c * out[1])
 
     def _value(self, w):
         return self.c * self.f._value(w)
@@ -835,6 +940,16 @@ class Composed(Oracle):
         self.dim = d
         self.lower_bound = f.lower_bound
         self.finite = f.finite
+        self.offers_minorants = f.offers_minorants
+
+    def _minorants(self, w):
+        # f(Ay + b) >= <G_j, Ay + b> + c_j = <A^T G_j, y> + c_j + <G_j, b>
+        out = _checked_minorants(self.f._minorants(self._image(w)), self.A.shape[0],
+                                 type(self.f).__name__)
+        if out is None:
+            return None
+        G, c = out
+        return np.asarray(self.A.T @ G.T).T.reshape(G.shape[0], -1), c + G @ self.b
 
     def _image(self, w):
         return np.asarray(self.A @ w).reshape(-1) + self.b
@@ -873,6 +988,29 @@ class Max(Oracle):
         self.dim = _common_dim(pieces)
         self.lower_bound = max(p.lower_bound for p in pieces)
         self.finite = all(p.finite for p in pieces)
+        # the active pieces' planes join the pieces' own minorants (alone they are rare ties:
+        # not worth a second pass over the pieces at every call)
+        self.offers_minorants = any(p.offers_minorants for p in pieces)
+
+    def _minorants(self, w):
+        # any minorant of a piece is one of the max: the pieces' own, and the planes of the
+        # active pieces other than the one whose subgradient _value_and_subgradient returns
+        vals = self._values(w)
+        top = int(np.argmax(vals))
+        Gs, cs = [], []
+        for j in _active(vals):
+            if j != top:
+                f, g = self.pieces[j]._value_and_subgradient(w)
+                g = np.asarray(g, dtype=np.float64)
+                Gs.append(g.reshape(1, -1))
+                cs.append(np.array([float(f) - float(g @ w)]))
+        for piece in self.pieces:
+            if piece.offers_minorants:
+                out = _checked_minorants(piece._minorants(w), w.shape[0], type(piece).__name__)
+                if out is not None:
+                    Gs.append(out[0])
+                    cs.append(out[1])
+        return (np.vstack(Gs), np.concatenate(cs)) if Gs else None
 
     def _values(self, w):
         return np.array([f._value(w) for f in self.pieces])
@@ -984,6 +1122,7 @@ class CountingOracle(Oracle):
         self.dim = oracle.dim
         self.lower_bound = oracle.lower_bound
         self.finite = oracle.finite
+        self.offers_minorants = bool(getattr(oracle, "offers_minorants", False))
         self.check_convexity = bool(check_convexity)
         self.nfev = 0
         self.listeners: list[Callable[[Evaluation], None]] = []
@@ -1113,6 +1252,40 @@ class CountingOracle(Oracle):
     def _value_and_subgradient(self, w):
         ev = self.evaluate(w)
         return ev.fun, ev.subgradient
+
+    def _minorants(self, w):
+        r"""The problem's extra minorants at ``w`` (:meth:`Oracle.minorants`), part of the
+        evaluation at ``w``: not counted in ``nfev``. Checked: finite entries
+        (:class:`OracleNumericalError`), and with ``check_convexity`` every plane against the
+        values known, :math:`\langle G_j, v\rangle + c_j \le f(v)` at ``w`` (when it was
+        the last evaluation) and at the lowest point seen (:class:`NonConvexError`, with the
+        plane and the point)."""
+        out = _checked_minorants(self.problem._minorants(w), w.shape[0],
+                                 type(self.problem).__name__)
+        if out is None:
+            return None
+        G, c = out
+        if not (_all_finite(G) and _all_finite(c)):
+            raise OracleNumericalError("the oracle's minorants have non-finite entries",
+                                       np.array(w, copy=True), "minorants")
+        if self.check_convexity:
+            last = self._last
+            known = [] if self._lowest is None else [self._lowest]
+            if last is not None and np.array_equal(last.w, w):
+                known.append((last.w, last.fun))
+            for v, fv in known:
+                lin = G @ v + c
+                j = int(np.argmax(lin))
+                allowed = rounding_allowance(fv, float(lin[j]), self._fmax,
+                                             float(np.abs(G[j]) @ np.abs(v)) + abs(float(c[j])))
+                if lin[j] > fv + allowed:
+                    raise NonConvexError(
+                        f"the oracle's minorant {j} at w exceeds f at a point where f = {fv!r}: "
+                        f"<G_j, v> + c_j = {float(lin[j])!r} (a minorant must lie below f "
+                        "everywhere)", {"w": np.array(w, copy=True), "G_j": G[j].copy(),
+                                        "c_j": float(c[j]), "v": np.array(v, copy=True),
+                                        "f_v": fv})
+        return G, c
 
     def _value(self, w):
         last = self._last

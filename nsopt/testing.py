@@ -561,7 +561,12 @@ def check_oracle(oracle: Oracle, points=None, directions=None, n: int = 20, rtol
        derivative equals ``sup_subgradient(w + eta p, p)`` (``-sup_subgradient(., -p)``);
     6. *minimize*: unless ``line.minimize`` raises ``NotImplementedError``, its result on
        ``[0, T]`` and ``[0, inf)`` lies in the interval, satisfies the one-sided optimality
-       conditions, and is no worse than the best of a fine grid on a bracket.
+       conditions, and is no worse than the best of a fine grid on a bracket;
+    7. *minorants* (an oracle that ``offers_minorants``): ``(G, c) = minorants(w)`` has shapes
+       ``(k, dim)`` and ``(k,)``, finite entries, and every plane lies below ``f``,
+       :math:`\langle G_j, y\rangle + c_j \le f(y)`, at the sampled points
+       :math:`y \in \{w, v, w \pm p, 2v - w\}` (a minorant must hold everywhere, not only
+       near ``w``).
 
     Comparisons use the relative tolerance ``rtol`` against the size of the numbers
     involved (an absolute floor of ``rtol`` too). Random points rarely fall on kinks: pass
@@ -656,6 +661,11 @@ def _check_pair(oracle, w, p, v, rtol):
     _subgradient_inequality("subgradient inequality (at v, g(v))", v, w, fv, f,
                             np.asarray(oracle.subgradient(v)), rtol)
 
+    # 7. extra minorants: below f at sampled points (before law 3: cheap, and a wrong one is
+    # reported as such rather than as a later law)
+    if getattr(oracle, "offers_minorants", False):
+        _check_minorants(oracle, w, p, v, f, fv, rtol)
+
     # 3. sup_subgradient
     s, gs = oracle.sup_subgradient(w, p)
     gs = np.asarray(gs)
@@ -732,6 +742,26 @@ def _check_pair(oracle, w, p, v, rtol):
         except NotImplementedError:
             return
         _check_minimize(line, w, p, hi, eta, pn, rtol)
+
+
+def _check_minorants(oracle, w, p, v, fw, fv, rtol):
+    out = oracle.minorants(w)
+    if out is None:
+        return
+    G, c = (np.asarray(a, dtype=np.float64) for a in out)
+    if G.ndim != 2 or G.shape[1] != w.size or c.shape != (G.shape[0],):
+        raise _fail("minorants: G of shape (k, dim) and c of shape (k,)", w, G_shape=G.shape,
+                    c_shape=c.shape)
+    if not (np.isfinite(G).all() and np.isfinite(c).all()):
+        raise _fail("minorants: finite entries", w)
+    for y, fy in ((w, fw), (v, fv), (w + p, None), (w - p, None), (2 * v - w, None)):
+        fy = oracle.value(y) if fy is None else fy
+        lin = G @ y + c
+        j = int(np.argmax(lin - fy))
+        scale = abs(fy) + float(np.abs(G[j]) @ np.abs(y)) + abs(float(c[j]))
+        if lin[j] > fy + rtol * (1.0 + scale):
+            raise _fail("minorants: <G_j, y> + c_j <= f(y) for every y", w, None, y=_fmt(y),
+                        j=j, minorant=float(lin[j]), f_y=fy)
 
 
 def _subgradient_inequality(law, w, v, fw, fv, g, rtol):

@@ -13,39 +13,83 @@ from cvxref import cvxpy_multiclass_hinge, cvxpy_optimum, small_binary, small_mu
 
 
 # --- bare-oracle functions: (FunctionOracle, cvxpy expression of x) ------------------------
-def l1_fit(A, b, lower_bound=0.0):
-    r""":math:`f(x) = \|Ax - b\|_1` as a FunctionOracle, with its cvxpy expression."""
+def l1_fit(A, b, lower_bound=0.0, minorants=0):
+    r""":math:`f(x) = \|Ax - b\|_1` as a FunctionOracle, with its cvxpy expression.
+
+    Extra minorants (``minorants`` = k, 0: none, the default): :math:`\langle s', Ay -
+    b\rangle` for the sign vector :math:`s = \operatorname{sign}(Aw - b)` with one sign
+    flipped, at each of the k residuals nearest zero (:math:`|s'_i| \le 1` makes it a minorant
+    everywhere; each costs O(d) from the subgradient)."""
     def vs(x):
         r = A @ x - b
         return float(np.abs(r).sum()), A.T @ np.sign(r)
 
+    def planes(x):
+        r = A @ x - b
+        s = np.sign(r)
+        g, sb = A.T @ s, float(s @ b)
+        k = min(minorants, r.size)
+        near = np.argpartition(np.abs(r), k - 1)[:k]
+        near = near[np.lexsort((near, np.abs(r[near])))]
+        flip = np.where(s[near] > 0, -1.0, 1.0) - s[near]      # s'_j - s_j
+        return g + flip[:, None] * A[near], -sb - flip * b[near]
+
     import cvxpy as cp
-    return (nsopt.FunctionOracle(value_and_subgradient=vs, dim=A.shape[1], lower_bound=lower_bound),
+    return (nsopt.FunctionOracle(value_and_subgradient=vs, dim=A.shape[1], lower_bound=lower_bound,
+                                 minorants=planes if minorants else None),
             lambda x: cp.norm1(A @ x - b))
 
 
-def max_affine_ridge(A, b, mu, lower_bound=-np.inf):
+#: extra minorants the catalogue's max-type oracles offer per call (``minorants=`` of the
+#: builders): the near-active pieces, or eigenvectors, next after the one of the subgradient
+MINORANTS = 16
+
+
+def _top(values, k, first):
+    """Indices of the ``k`` largest ``values`` other than ``first``, largest first (ties by
+    index: deterministic)."""
+    k = min(k, values.size - 1)
+    if k <= 0:
+        return np.zeros(0, dtype=np.intp)
+    part = np.argpartition(-values, k)[: k + 1]
+    part = part[part != first][:k]
+    return part[np.lexsort((part, -values[part]))]
+
+
+def max_affine_ridge(A, b, mu, lower_bound=-np.inf, minorants=MINORANTS):
     r""":math:`f(x) = \max_i (Ax + b)_i + \tfrac\mu2\|x\|^2` as a FunctionOracle, with its cvxpy
-    expression."""
+    expression.
+
+    Extra minorants at :math:`w` (``minorants`` = k of them, 0: none): the k near-active pieces
+    :math:`i` (largest :math:`(Aw + b)_i` after the subgradient's) with the quadratic's tangent,
+    :math:`f(y) \ge \langle A_i + \mu w, y\rangle + b_i - \tfrac\mu2\|w\|^2` for every y
+    (:math:`\tfrac\mu2\|y\|^2 \ge \mu\langle w, y\rangle - \tfrac\mu2\|w\|^2`)."""
     def vs(x):
         v = A @ x + b
         i = int(np.argmax(v))
         return float(v[i] + 0.5 * mu * (x @ x)), A[i] + mu * x
 
+    def planes(x):
+        v = A @ x + b
+        top = _top(v, minorants, int(np.argmax(v)))
+        return A[top] + mu * x, b[top] - 0.5 * mu * float(x @ x)
+
     import cvxpy as cp
-    return (nsopt.FunctionOracle(value_and_subgradient=vs, dim=A.shape[1], lower_bound=lower_bound),
+    return (nsopt.FunctionOracle(value_and_subgradient=vs, dim=A.shape[1], lower_bound=lower_bound,
+                                 minorants=planes if minorants else None),
             lambda x: cp.max(A @ x + b) + 0.5 * mu * cp.sum_squares(x))
 
 
 
-def chebyshev_fit(t, y, degree, lower_bound=0.0):
+def chebyshev_fit(t, y, degree, lower_bound=0.0, minorants=MINORANTS):
     r""":math:`f(c) = \max_j |\sum_{k=0}^{n} c_k T_k(t_j) - y_j|`, the minimax (Chebyshev)
     polynomial fit of degree ``n = degree`` to the points :math:`(t_j, y_j)` in the Chebyshev
     basis :math:`T_k`, as a FunctionOracle, with its cvxpy expression.
 
     With :math:`V` the Chebyshev-Vandermonde matrix (``chebvander(t, degree)``) and
     :math:`r = Vc - y`, a subgradient is :math:`\operatorname{sign}(r_{j^*}) V_{j^*}` at any
-    :math:`j^* \in \arg\max_j |r_j|`."""
+    :math:`j^* \in \arg\max_j |r_j|`. Extra minorants (``minorants`` = k, 0: none): the
+    pieces :math:`\operatorname{sign}(r_j)(V_j c - y_j)` of the k next largest :math:`|r_j|`."""
     V = np.polynomial.chebyshev.chebvander(np.asarray(t, dtype=float), degree)
     y = np.asarray(y, dtype=float)
 
@@ -54,31 +98,61 @@ def chebyshev_fit(t, y, degree, lower_bound=0.0):
         j = int(np.argmax(np.abs(r)))
         return float(abs(r[j])), (1.0 if r[j] >= 0 else -1.0) * V[j]
 
+    def planes(c):
+        r = V @ c - y
+        a = np.abs(r)
+        top = _top(a, minorants, int(np.argmax(a)))
+        sign = np.where(r[top] >= 0, 1.0, -1.0)
+        return sign[:, None] * V[top], -sign * y[top]
+
     import cvxpy as cp
-    return (nsopt.FunctionOracle(value_and_subgradient=vs, dim=V.shape[1], lower_bound=lower_bound),
+    return (nsopt.FunctionOracle(value_and_subgradient=vs, dim=V.shape[1], lower_bound=lower_bound,
+                                 minorants=planes if minorants else None),
             lambda x: cp.norm_inf(V @ x - y))
 
 
-def max_eigenvalue(A0, As, lower_bound=-np.inf):
+def max_eigenvalue(A0, As, lower_bound=-np.inf, minorants=MINORANTS):
     r""":math:`f(x) = \lambda_{\max}(A_0 + \sum_i x_i A_i)` for symmetric :math:`n \times n`
     matrices :math:`A_0` and ``As[i]`` :math:`= A_i`, as a FunctionOracle, with its cvxpy
     expression.
 
     A subgradient is :math:`g_i = v^\top A_i v` for a unit eigenvector :math:`v` of the largest
     eigenvalue (``numpy.linalg.eigh``); the subdifferential is the hull of these over the top
-    eigenspace."""
+    eigenspace.
+
+    Extra minorants (``minorants`` = r, 0: none): for the unit eigenvectors :math:`v` of the r
+    next largest eigenvalues, :math:`f(y) \ge v^\top A(y) v = v^\top A_0 v + \sum_i y_i
+    v^\top A_i v` (true for any unit :math:`v`); they reuse the last call's eigendecomposition
+    (kept with its point)."""
     A0 = np.asarray(A0, dtype=float)
     As = np.asarray(As, dtype=float)
     k = As.shape[0]
+    last = {}
+
+    def eig(x):
+        if last.get("x") is None or not np.array_equal(last["x"], x):
+            last["x"] = np.array(x, copy=True)
+            last["eig"] = np.linalg.eigh(A0 + np.tensordot(x, As, axes=1))
+        return last["eig"]
+
+    flat = As.reshape(k, -1)                # v^T A_i v = <A_i, v v^T>: one product for all i
 
     def vs(x):
-        eigenvalues, vectors = np.linalg.eigh(A0 + np.tensordot(x, As, axes=1))
+        eigenvalues, vectors = eig(x)
         v = vectors[:, -1]
-        return float(eigenvalues[-1]), np.einsum("i,kij,j->k", v, As, v)
+        return float(eigenvalues[-1]), flat @ np.outer(v, v).ravel()
+
+    def planes(x):
+        vectors = eig(x)[1]
+        n = vectors.shape[0]
+        Vr = vectors[:, max(n - 1 - minorants, 0): n - 1][:, ::-1]   # the next r, largest first
+        outer = (Vr[:, None, :] * Vr[None, :, :]).reshape(n * n, -1)
+        return (flat @ outer).T, A0.ravel() @ outer
 
     import cvxpy as cp
     # a sum of scalar multiples of symmetric constants: cvxpy knows the argument is symmetric
-    return (nsopt.FunctionOracle(value_and_subgradient=vs, dim=k, lower_bound=lower_bound),
+    return (nsopt.FunctionOracle(value_and_subgradient=vs, dim=k, lower_bound=lower_bound,
+                                 minorants=planes if minorants else None),
             lambda x: cp.lambda_max(A0 + sum(x[i] * As[i] for i in range(k))))
 
 

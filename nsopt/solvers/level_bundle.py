@@ -19,7 +19,7 @@ import scipy.sparse as sp
 from ..bundle import PlaneBundle
 from ..certificate import OraclePlanes
 from ..oracle import OracleNumericalError, freeze
-from .._validation import Interval, NoneOr, Option, Satisfies, check_box
+from .._validation import Boolean, Interval, NoneOr, Option, Satisfies, check_box
 from ._base import ProblemNotSupported, Solver
 from ..inner.level_master import BoxModelLP, DenseBoxLP, highs_available, project_level_set
 from ._region import (HOT_LP_OPTIONS, MasterLPError, ModelMinimum, box_min, box_model_minimum,
@@ -37,6 +37,33 @@ DROP_SHARE = 10
 DENSE_LP_MAX_DIM = 300
 
 
+def add_oracle_minorants(problem, bundle, w, room=None, added=None) -> int:
+    """Add the oracle's extra minorants at ``w`` (:meth:`~nsopt.Oracle.minorants`, asked right
+    after the evaluation at ``w``) to ``bundle`` (:meth:`~nsopt.bundle.PlaneBundle.add_minorant`),
+    in the oracle's order, at most ``room`` of them (None: all), each only if no plane of the
+    bundle equals it; ``added(j, a, b)`` is called after row ``j``, the plane ``<a, x> + b``, is
+    added. Returns how many were."""
+    if not problem.offers_minorants or (room is not None and room <= 0):
+        return 0
+    out = problem.minorants(w)
+    if out is None:
+        return 0
+    G, c = out
+    n = 0
+    for j in range(G.shape[0]):
+        if room is not None and n >= room:
+            break
+        a, b = G[j], float(c[j])
+        twins = np.flatnonzero(bundle.b == b)        # an equal plane: the same offset first
+        if twins.size and (bundle.A[twins] == a).all(axis=1).any():
+            continue
+        bundle.add_minorant(w, j, a, b)
+        n += 1
+        if added is not None:
+            added(j, a, b)
+    return n
+
+
 def _finite_box(value):
     return check_box(value, "bounds", finite=True)
 
@@ -44,14 +71,15 @@ def _finite_box(value):
 def _points_evidence(points, alpha, floor_value, plane, lb, ub):
     """The :class:`~nsopt.certificate.OraclePlanes` of the feasible multipliers ``alpha``
     from the run's list of query points, one per plane (None for the floor, the one fixed
-    plane): what :func:`~nsopt.solvers._region.planes_evidence` builds, read off by index."""
+    plane; ``(x, j)`` for row ``j`` of the oracle's extra minorants at ``x``): what
+    :func:`~nsopt.solvers._region.planes_evidence` builds, read off by index."""
     index = alpha.nonzero()[0].tolist()
     floor = 0.0
     if index and points[index[0]] is None:          # the floor plane (index 0) is weighted
         floor = float(alpha[index[0]])
         index = index[1:]
     return OraclePlanes(tuple([points[i] for i in index]), alpha[index], floor=floor,
-                        floor_value=floor_value, plane=plane, lb=lb, ub=ub)
+                        floor_value=floor_value, plane=plane, lb=lb, ub=ub).tagged()
 
 
 @register
@@ -110,6 +138,13 @@ class LevelBundle(Solver):
         Solve the LP every this many iterations (and whenever the level set is empty); None:
         only when the level set is empty (fewer LPs, more iterations: 760 against 459 on the
         L1 fit of the benchmark); 1: every iteration, as in [LNN95]_.
+    minorants : bool, default True
+        Add the oracle's extra minorants (:meth:`~nsopt.Oracle.minorants`, when its
+        ``offers_minorants``) to the model beside each evaluation's plane: several planes per
+        oracle call. A minorant equal to a plane already in the bundle is skipped; when the
+        bundle is nearly full, only as many as fit (the oracle's first rows). The certificate
+        records each as (query point, row), which :meth:`~nsopt.certificate.Certificate.check`
+        rebuilds through the oracle. Not used with rows ``A_ub`` / ``A_eq``.
     max_planes : int >= 3 or None, default 200
         Planes kept in the model. When the bundle is full, a tenth of ``max_planes`` go at
         once (one drop, not one per iteration: each copies the bundle and changes the LP):
@@ -209,6 +244,8 @@ class LevelBundle(Solver):
         "lp_every": Option(2, NoneOr(Interval(Integral, 1, None, closed="left")),
                            doc="solve the LP every this many iterations (None: only when the "
                                "level set is empty)"),
+        "minorants": Option(True, Boolean(),
+                            doc="add the oracle's extra minorants to the model"),
         "max_planes": Option(200, NoneOr(Interval(Integral, 3, None, closed="left")),
                              doc="planes kept (never those of the current evidence)"),
         **ROW_OPTIONS,
@@ -239,7 +276,9 @@ class LevelBundle(Solver):
         n_qp_fallbacks: int
         lp: object = None          # the warm LP (DenseBoxLP or BoxModelLP, rows = the bundle's) or None
         k: int = 0                 # iterations (steps) so far
-        points: list | None = None  # per plane its query point (None: the floor); None: unkept
+        points: list | None = None  # per plane its query point (None: the floor; (x, j): row j
+        #                             of the minorants at x); None: unkept
+        n_extra: int = 0           # minorants added with the last evaluation
 
     def check_problem(self, problem):  # required_options says so up front
         """Any oracle, but only with a bounded set: a finite box ``bounds`` (a constraint), or
@@ -283,6 +322,7 @@ class LevelBundle(Solver):
             if problem.deadline is not None and time.perf_counter() >= problem.deadline:
                 # cut by max_time: no new bound this step; the loop stops on the time limit
                 x = bundle.query_point(bundle.n - 1)
+                x = x[0] if type(x) is tuple else x     # a minorant's (point, row)
                 return ModelMinimum(x, -math.inf, np.zeros(bundle.n), None, -math.inf)
             raise OracleNumericalError(f"level-bundle: {exc}", None, "the master LP") from None
 
@@ -380,8 +420,24 @@ class LevelBundle(Solver):
         bundle.add_at(ev.w, ev.fun, ev.subgradient)
         self._mirror(bundle, lp)
         points.append(ev.w)
+        extra = self._add_minorants(problem, bundle, ev.w, lp, points)
         return self._iterate(problem, bundle, ev.w, float(ev.fun), -math.inf, None, lb, ub, 0, lp,
-                             points=points)
+                             points=points)._replace(n_extra=extra)
+
+    def _add_minorants(self, problem, bundle, w, lp, points):
+        """Add the oracle's extra minorants at ``w`` (the point just evaluated) to the bundle
+        and the LP, each new one only (not equal to a plane kept), as many as fit under
+        ``max_planes``; returns how many were added."""
+        if not (self.minorants and points is not None):
+            return 0
+        room = None if self.max_planes is None else self.max_planes - bundle.n
+
+        def added(j, a, b):
+            if lp is not None:
+                lp.add(a, b)            # the bundle's newest row (dense: no copy from it)
+            points.append((w, j))
+
+        return add_oracle_minorants(problem, bundle, w, room, added)
 
     @staticmethod
     def _hot_lp(lb, ub):
@@ -405,8 +461,9 @@ class LevelBundle(Solver):
         bundle = s.bundle
         alpha = s.alpha
         points = s.points
-        if self.max_planes is not None and bundle.n >= self.max_planes:
-            keep = self._make_room(bundle, s.alpha, s.active, s.lp)
+        need = 1 + s.n_extra        # room for this call's planes, as many as the last's
+        if self.max_planes is not None and bundle.n + need > self.max_planes:
+            keep = self._make_room(bundle, s.alpha, s.active, s.lp, need)
             alpha = alpha[keep]
             if points is not None:
                 points = [points[i] for i in keep.tolist()]
@@ -415,20 +472,22 @@ class LevelBundle(Solver):
         self._mirror(bundle, s.lp)
         if points is not None:
             points.append(ev.w)
-        alpha = np.append(alpha, 0.0)
+        extra = self._add_minorants(problem, bundle, ev.w, s.lp, points)
+        alpha = np.append(alpha, np.zeros(1 + extra))
         lazy = s.lp is not None and (self.lp_every is None or (s.k + 1) % self.lp_every)
         return self._iterate(problem, bundle, ev.w, min(s.fun_up, float(ev.fun)), s.lower_bound,
                              s.evidence, s.lb, s.ub, s.n_qp_fallbacks, s.lp,
-                             alpha if lazy else None, points)._replace(k=s.k + 1)
+                             alpha if lazy else None, points)._replace(k=s.k + 1,
+                                                                       n_extra=extra)
 
-    def _make_room(self, bundle, alpha, active, lp=None):
-        """Drop planes until one more fits: inactive ones first (longest idle first), then
+    def _make_room(self, bundle, alpha, active, lp=None, need=1):
+        """Drop planes until ``need`` more fit: inactive ones first (longest idle first), then
         those active in the QP only; never the fixed floor or a plane with a positive LP
         multiplier (the current evidence)."""
         n = bundle.n
         # room for a tenth of the bundle at once: dropping rows costs a copy of the bundle
         # (its Gram matrix) and a change of the LP, whatever their number
-        excess = max(n - self.max_planes + 1, self.max_planes // DROP_SHARE)
+        excess = max(n - self.max_planes + need, self.max_planes // DROP_SHARE)
         protected = np.zeros(n, dtype=bool)
         protected[: bundle.n_fixed] = True
         protected |= alpha[:n] > 0

@@ -24,7 +24,7 @@ from ..inner import QPSimplex, select
 from ..problem import RegularizedRisk, as_problem
 from ..regularizers import L2
 from .._linalg import distance
-from .._validation import Interval, NoneOr, Option, Options, Satisfies, check_box
+from .._validation import Boolean, Interval, NoneOr, Option, Options, Satisfies, check_box
 from ._base import Solver, bare_oracle
 from ._region import (ROW_OPTIONS, ROW_TOLERANCE, MasterLPError, Region, box_model_minimum,
                       planes_evidence, region_from_options)
@@ -729,6 +729,10 @@ class TrustRegionBundle(ProximalBundle):
         With either region the aggregate plane gives the bound
         :math:`\bar b + \min_{C}\langle\hat g, y\rangle` and the loop's
         :class:`~nsopt.solvers._region.RegionCertifier` the model's minimum over it (an LP).
+    minorants : bool, default True
+        On a bare oracle that ``offers_minorants``, add its extra minorants at each trial
+        point (:meth:`~nsopt.Oracle.minorants`) to the model beside the point's plane (new ones
+        only, within ``max_planes``); the certificate records each as (point, row).
     max_planes : int or None, default None
         Bundle cap; when full, zero-multiplier planes go and old ones are aggregated (Kiwiel's
         aggregation keeps the convergence proof). None: ``max(50, 2 dim + 2)``. A polyhedral
@@ -793,6 +797,7 @@ class TrustRegionBundle(ProximalBundle):
             check_box, "a pair (lb, ub) of numbers or arrays with lb <= ub (infinite sides "
                        "allowed), or a scipy.optimize.Bounds")),
             doc="the box lb <= x <= ub: a constraint every query point keeps"),
+        "minorants": Option(True, Boolean(), doc="add the oracle's extra minorants to the model"),
         **ROW_OPTIONS,
     }
 
@@ -820,6 +825,7 @@ class TrustRegionBundle(ProximalBundle):
         i_u: int = 0               # Kiwiel's counter: + serious steps, - null steps in a row
         eps_v: float = math.inf    # Kiwiel's variation estimate
         row_set: RowSet | None = None  # the rows master's last active set (with A_ub)
+        n_extra: int = 0           # the oracle's minorants added with the last evaluation
 
     @classmethod
     def unsupported_reason(cls, problem):
@@ -917,7 +923,7 @@ class TrustRegionBundle(ProximalBundle):
             proof = (planes_evidence(bundle, alpha, stated, (a_bar, b_bar), y,
                                      **region.evidence_fields()) if value > lower else None)
             if proof is not None:
-                lower, evidence = value, proof
+                lower, evidence = value, proof.tagged()     # (x, j): a minorant row
         elif gnorm == 0.0 and b_bar > lower:
             index = np.flatnonzero(alpha)
             points = [bundle.query_point(i) for i in index]
@@ -927,7 +933,7 @@ class TrustRegionBundle(ProximalBundle):
                 if zero_aggregate(alpha[index], rows):
                     lower, evidence = b_bar, OraclePlanes(
                         tuple(points), alpha[index], floor_value=stated,
-                        plane=(np.zeros(d), b_bar))
+                        plane=(np.zeros(d), b_bar)).tagged()
         return lower, evidence
 
     def step(self, problem, s):
@@ -948,10 +954,16 @@ class TrustRegionBundle(ProximalBundle):
         if self.remove_inactive is not None:
             beta = beta[bundle.drop(bundle.age >= self.remove_inactive)]
         cap = self.max_planes if self.max_planes is not None else max(50, 2 * bundle.dim + 2)
-        if bundle.n >= cap:
-            beta = bundle.compress(beta, cap)
+        need = 1 + s.n_extra        # room for this call's planes, as many as the last's
+        if bundle.n + need > cap:
+            beta = bundle.compress(beta, max(cap - need + 1, 3))
         bundle.add_at(ev.w, ev.fun, ev.subgradient)
-        beta = np.append(beta, 0.0)
+        extra = 0
+        if self.minorants and problem.offers_minorants and bare_oracle(problem):
+            from .level_bundle import add_oracle_minorants  # here: the registry's order stays
+            extra = add_oracle_minorants(problem, bundle, ev.w, cap - bundle.n)
+        s = s._replace(n_extra=extra)
+        beta = np.append(beta, np.zeros(1 + extra))
         decrease = s.fun_centre - ev.fun
         # error of the new plane at the centre: the model was far off there
         err = s.fun_centre - (ev.fun + float(ev.subgradient @ (s.centre - ev.w)))
