@@ -534,7 +534,6 @@ class OraclePlanes(Evidence):
     weights: np.ndarray
     directions: tuple | None = None
     floor: float = 0.0
-    minorants: tuple | None = None
     floor_value: float = -math.inf
     centre: np.ndarray | None = None
     radius: float | None = None
@@ -544,6 +543,8 @@ class OraclePlanes(Evidence):
     A_ub: np.ndarray | None = field(default=None, repr=False)
     b_ub: np.ndarray | None = None
     y_ub: np.ndarray | None = None
+    #: last, so that the fields before keep their positions (evidence built positionally)
+    minorants: tuple | None = None
     kind = "oracle-planes"
 
     def tagged(self) -> "OraclePlanes":

@@ -133,7 +133,7 @@ def test_compare_default_plot_name_and_multiclass(tmp_path, monkeypatch, capsys,
 
 
 @pytest.mark.parametrize("methods, fragment", [
-    ("bmrm,newton", "unknown method 'newton'; the methods are bmrm, dcd, excessive-gap"),
+    ("bmrm,newton", "unknown method 'newton'; the methods are bmrm, dcd, dcd-probe, excessive-gap"),
     ("bmrm,,", None),  # empty names are skipped: this one runs
     (",", "names no method"),
     ("bmrm,bmrm", "names bmrm more than once"),
