@@ -48,6 +48,7 @@ from ..inner.level_master import _highs_class
 from .._validation import NoneOr, Option, Satisfies, box_for_dim, check_vector
 
 __all__ = ["Region", "region_from_options", "planes_evidence", "box_model_minimum",
+           "add_oracle_minorants",
            "region_model_minimum", "rows_for_dim", "rows_bound", "rows_model_minimum",
            "feasible_start", "ROW_OPTIONS", "RowsModelLP", "constraint_rows",
            "RegionCertifier", "ModelMinimum", "MasterLPError"]
@@ -690,3 +691,30 @@ class RowsModelLP:
         if col.size != self.dim + 1 or duals.size != self.m + self.n:
             return None
         return col[: self.dim].copy(), float(col[self.dim]), duals[self.m:], duals[: self.m]
+
+
+def add_oracle_minorants(problem, bundle, w, room=None, added=None) -> int:
+    """Add the oracle's extra minorants at ``w`` (:meth:`~nsopt.Oracle.minorants`, asked right
+    after the evaluation at ``w``) to ``bundle`` (:meth:`~nsopt.bundle.PlaneBundle.add_minorant`),
+    in the oracle's order, at most ``room`` of them (None: all), each only if no plane of the
+    bundle equals it; ``added(j, a, b)`` is called after row ``j``, the plane ``<a, x> + b``, is
+    added. Returns how many were."""
+    if not problem.offers_minorants or (room is not None and room <= 0):
+        return 0
+    out = problem.minorants(w)
+    if out is None:
+        return 0
+    G, c = out
+    n = 0
+    for j in range(G.shape[0]):
+        if room is not None and n >= room:
+            break
+        a, b = G[j], float(c[j])
+        twins = np.flatnonzero(bundle.b == b)        # an equal plane: the same offset first
+        if twins.size and (bundle.A[twins] == a).all(axis=1).any():
+            continue
+        bundle.add_minorant(w, j, a, b)
+        n += 1
+        if added is not None:
+            added(j, a, b)
+    return n

@@ -22,8 +22,8 @@ from ..oracle import OracleNumericalError, freeze
 from .._validation import Boolean, Interval, NoneOr, Option, Satisfies, check_box
 from ._base import ProblemNotSupported, Solver
 from ..inner.level_master import BoxModelLP, DenseBoxLP, highs_available, project_level_set
-from ._region import (HOT_LP_OPTIONS, MasterLPError, ModelMinimum, box_min, box_model_minimum,
-                      planes_evidence, region_from_options)
+from ._region import (HOT_LP_OPTIONS, MasterLPError, ModelMinimum, add_oracle_minorants,
+                      box_min, box_model_minimum, planes_evidence, region_from_options)
 from ._region import ROW_OPTIONS
 from ._registry import register
 
@@ -35,33 +35,6 @@ DROP_SHARE = 10
 #: up to this dimension the LP is solved by the compiled dense dual simplex
 #: (:class:`~nsopt.inner.level_master.DenseBoxLP`), above it by HiGHS (:class:`BoxModelLP`)
 DENSE_LP_MAX_DIM = 300
-
-
-def add_oracle_minorants(problem, bundle, w, room=None, added=None) -> int:
-    """Add the oracle's extra minorants at ``w`` (:meth:`~nsopt.Oracle.minorants`, asked right
-    after the evaluation at ``w``) to ``bundle`` (:meth:`~nsopt.bundle.PlaneBundle.add_minorant`),
-    in the oracle's order, at most ``room`` of them (None: all), each only if no plane of the
-    bundle equals it; ``added(j, a, b)`` is called after row ``j``, the plane ``<a, x> + b``, is
-    added. Returns how many were."""
-    if not problem.offers_minorants or (room is not None and room <= 0):
-        return 0
-    out = problem.minorants(w)
-    if out is None:
-        return 0
-    G, c = out
-    n = 0
-    for j in range(G.shape[0]):
-        if room is not None and n >= room:
-            break
-        a, b = G[j], float(c[j])
-        twins = np.flatnonzero(bundle.b == b)        # an equal plane: the same offset first
-        if twins.size and (bundle.A[twins] == a).all(axis=1).any():
-            continue
-        bundle.add_minorant(w, j, a, b)
-        n += 1
-        if added is not None:
-            added(j, a, b)
-    return n
 
 
 def _finite_box(value):

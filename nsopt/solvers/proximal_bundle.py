@@ -26,8 +26,9 @@ from ..regularizers import L2
 from .._linalg import distance
 from .._validation import Boolean, Interval, NoneOr, Option, Options, Satisfies, check_box
 from ._base import Solver, bare_oracle
-from ._region import (ROW_OPTIONS, ROW_TOLERANCE, MasterLPError, Region, box_model_minimum,
-                      planes_evidence, region_from_options)
+from ._region import (ROW_OPTIONS, ROW_TOLERANCE, MasterLPError, Region,
+                      add_oracle_minorants, box_model_minimum, planes_evidence,
+                      region_from_options)
 from ._polyhedral import rows_prox_master
 from ._start import sgd_start
 from ..oracle import OracleNumericalError, freeze
@@ -960,7 +961,6 @@ class TrustRegionBundle(ProximalBundle):
         bundle.add_at(ev.w, ev.fun, ev.subgradient)
         extra = 0
         if self.minorants and problem.offers_minorants and bare_oracle(problem):
-            from .level_bundle import add_oracle_minorants  # here: the registry's order stays
             extra = add_oracle_minorants(problem, bundle, ev.w, cap - bundle.n)
         s = s._replace(n_extra=extra)
         beta = np.append(beta, np.zeros(1 + extra))
