@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Callable
 
 import numpy as np
+from numba import njit
 
 __all__ = ["distance", "lincomb", "spectral_norm_sq"]
 
@@ -19,14 +20,26 @@ def distance(a: np.ndarray, b: np.ndarray, block: int = 1 << 16) -> float:
     return total ** 0.5
 
 
+@njit(cache=True)
+def _lincomb_flat(a, x, b, y, out):  # pragma: no cover - compiled
+    for i in range(x.shape[0]):
+        out[i] = a * x[i] + b * y[i]  # y[i], x[i] read before out[i] (which may be either)
+
+
 def lincomb(a: float, x: np.ndarray, b: float, y: np.ndarray, out: np.ndarray | None = None,
             block: int = 1 << 16) -> np.ndarray:
-    r""":math:`a x + b y`, formed in blocks of ``block`` entries: the same values as
-    ``a * x + b * y`` (element by element, the same two products and one sum) with no d-sized
-    temporary (8 MB at :math:`d = 10^6`). ``out`` (may be ``x`` or ``y``): where to write it;
-    by default a new array."""
+    r""":math:`a x + b y`: the same values as ``a * x + b * y`` (element by element, the same
+    two products and one sum, no fused multiply-add) with no temporary: one compiled pass
+    over C-contiguous float64 arrays of any shape (LS-BMRM combines m x k score matrices with
+    it every iteration: 0.18 ms against numpy's 0.53 ms for three passes at 15000 x 26),
+    else numpy in blocks of ``block`` entries (8 MB saved at :math:`d = 10^6`). ``out`` (may
+    be ``x`` or ``y``): where to write it; by default a new array."""
     if out is None:
         out = np.empty(x.shape, dtype=np.float64)
+    if (x.dtype == y.dtype == out.dtype == np.float64 and x.shape == y.shape == out.shape
+            and x.flags.c_contiguous and y.flags.c_contiguous and out.flags.c_contiguous):
+        _lincomb_flat(float(a), x.reshape(-1), float(b), y.reshape(-1), out.reshape(-1))
+        return out
     for k in range(0, x.shape[0], block):
         by = b * y[k:k + block]          # read before ``out`` (which may be y) is written
         o = out[k:k + block]

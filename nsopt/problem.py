@@ -179,8 +179,9 @@ class RegularizedRisk(Oracle):
         return self.lam * self.reg._value(w) + self.loss._value(w)
     def scores(self, w) -> np.ndarray | None:
         r"""The loss's scores at ``w`` (:math:`f = Xw`, or :math:`Xw + b` with an intercept;
-        half a data pass), or None when the loss is not evaluated from scores (a user oracle,
-        a vector or multivariate loss, a loss that overrides its evaluation).
+        half a data pass; an m x k array :math:`XW` for a vector loss), or None when the loss
+        is not evaluated from scores (a user oracle, a multivariate or structured loss, a loss
+        that overrides its evaluation).
 
         Scores are linear in ``w``: a solver that keeps those of two points has those of any
         combination of them without a pass, and passes them to :meth:`_evaluate` (one pass,

@@ -281,6 +281,32 @@ class VectorLoss(Oracle):
     def _restrict(self, w, p):
         return VectorLine(self, self._scores(w), self._scores(p))
 
+    # --- evaluation from known scores (LS-BMRM's kept scores, issue 11) ------------------
+    @property
+    def scores_supported(self) -> bool:
+        r"""True when the loss's line is a function of its scores :math:`F = XW` alone
+        (:meth:`scores`, :meth:`restrict_scores`); False when a subclass or an instance
+        overrides ``_scores``, ``_restrict`` or ``_value_and_subgradient``."""
+        for name in ("_scores", "_value_and_subgradient", "_restrict"):
+            if name in self.__dict__ or getattr(type(self), name) is not getattr(VectorLoss, name):
+                return False
+        return True
+
+    def scores(self, w: np.ndarray) -> np.ndarray:
+        r"""The scores :math:`F = XW` (m x k; with intercepts :math:`XW + 1 b^T`): one
+        ``X W`` pass. Linear in ``w``: the scores of :math:`lpha w_1 + eta w_2` are
+        :math:`lpha F_1 + eta F_2` (O(m k), no pass), so a solver that keeps two points'
+        scores restricts the loss to the line through them without the data
+        (:meth:`restrict_scores`)."""
+        return self._scores(w)
+
+    def restrict_scores(self, F: np.ndarray, Q: np.ndarray) -> "VectorLine":
+        r"""The line :math:`arphi(\eta) = \sum_i c_i\, l(F_i + \eta Q_i, y_i)` through the
+        point whose scores are ``F`` along the direction whose scores are ``Q`` (:math:`Q =
+        XP`): :meth:`restrict` without its two ``X W`` passes. The arrays are kept, not
+        copied: do not mutate them while the line is in use."""
+        return VectorLine(self, F, Q)
+
     # --- parts of the risk (SGD warm starts, one model per group of examples) -----------
     def _subset(self, rows, c) -> "VectorLoss":
         """The same loss on the examples ``rows`` with weights ``c`` (not renormalised)."""

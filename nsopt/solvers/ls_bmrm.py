@@ -75,9 +75,13 @@ def _plane_scores(problem, s):
     (found: 4 of 36 small LAD + L1 runs, at least 12 of 36 with an intercept: bounds that
     ``check`` recomputed as -inf). A loss whose query-point evidence becomes a dual point in
     the certificate (``certifies_by_dual_point``: a sharded margin loss) counts as dual."""
-    dual = (s.bundle.evidence_kind == "dual"
+    return s.scores_query if _takes_planes_from_scores(problem, s.bundle) else None
+
+
+def _takes_planes_from_scores(problem, bundle) -> bool:
+    """Whether the query point's plane may come from its kept scores (:func:`_plane_scores`)."""
+    return (bundle.evidence_kind == "dual"
             or bool(getattr(problem.loss, "certifies_by_dual_point", False)))
-    return s.scores_query if dual else None
 
 
 @register
@@ -259,8 +263,10 @@ class LSBMRM(Solver):
             # w_t is the master's fresh array, used only here (the master's copy was let go)
             w_t.flags.writeable = True
             w_c = lincomb(1.0 - theta, w_b, theta, w_t, out=w_t)
-            if f_t is not None:
+            if f_t is not None and _takes_planes_from_scores(problem, s.bundle):
                 f_c = _combine(1.0 - theta, f_b, theta, f_t, out=f_t)
+            else:  # the query point's plane comes from the data: its scores serve nothing
+                f_c = None
         del w_t, f_t
         freeze(w_c)  # read-only: the oracle keeps it without a copy
         improved = m.dual_value >= s.lower_bound
