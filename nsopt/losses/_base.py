@@ -126,14 +126,14 @@ class ScalarLoss(Oracle):
         r"""The scores :math:`f = Xw` (with an intercept, :math:`Xw + b`): half a data pass.
 
         They are linear in ``w``, so a solver that keeps the scores of two points has those
-        of every combination :math:`lpha w_1 + eta w_2` for free (:math:`lpha f_1 +
-        eta f_2`, O(m)), and can then evaluate (:meth:`_value_subgradient_dual` with
+        of every combination :math:`\alpha w_1 + \beta w_2` for free (:math:`\alpha f_1 +
+        \beta f_2`, O(m)), and can then evaluate (:meth:`_value_subgradient_dual` with
         ``scores``: one pass :math:`X^T g` instead of two) and restrict
         (:meth:`restrict_scores`: no pass) there."""
         return self.data.dot(w)
 
     def restrict_scores(self, f: np.ndarray, q: np.ndarray) -> "ScalarLine":
-        r"""The line :math:`arphi(\eta) = \sum_i c_i l(f_i + \eta q_i, y_i)` through the
+        r"""The line :math:`\varphi(\eta) = \sum_i c_i l(f_i + \eta q_i, y_i)` through the
         point whose scores are ``f`` along the direction whose scores are ``q`` (:math:`q =
         Xp`; with an intercept :math:`Xp_w + p_b`): :meth:`restrict` without its two passes.
         The arrays are kept, not copied: do not mutate them while the line is in use."""

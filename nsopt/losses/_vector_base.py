@@ -294,14 +294,14 @@ class VectorLoss(Oracle):
 
     def scores(self, w: np.ndarray) -> np.ndarray:
         r"""The scores :math:`F = XW` (m x k; with intercepts :math:`XW + 1 b^T`): one
-        ``X W`` pass. Linear in ``w``: the scores of :math:`lpha w_1 + eta w_2` are
-        :math:`lpha F_1 + eta F_2` (O(m k), no pass), so a solver that keeps two points'
+        ``X W`` pass. Linear in ``w``: the scores of :math:`\alpha w_1 + \beta w_2` are
+        :math:`\alpha F_1 + \beta F_2` (O(m k), no pass), so a solver that keeps two points'
         scores restricts the loss to the line through them without the data
         (:meth:`restrict_scores`)."""
         return self._scores(w)
 
     def restrict_scores(self, F: np.ndarray, Q: np.ndarray) -> "VectorLine":
-        r"""The line :math:`arphi(\eta) = \sum_i c_i\, l(F_i + \eta Q_i, y_i)` through the
+        r"""The line :math:`\varphi(\eta) = \sum_i c_i\, l(F_i + \eta Q_i, y_i)` through the
         point whose scores are ``F`` along the direction whose scores are ``Q`` (:math:`Q =
         XP`): :meth:`restrict` without its two ``X W`` passes. The arrays are kept, not
         copied: do not mutate them while the line is in use."""

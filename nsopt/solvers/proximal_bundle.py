@@ -63,8 +63,8 @@ class _ShiftedPlanes:
 class _ScaledInterceptPlanes(_ShiftedPlanes):
     r"""The planes of a bundle with other offsets and their last ``k`` slope coordinates (the
     intercepts) multiplied by ``sigma``: the slopes :math:`(a_{i,w}, \sigma a_{i,b})` seen by an
-    L2 master problem (identity metric) in the variable :math:`(w, eta)`, :math:`b = \sigma
-    eta`. Read-only; the Gram matrix is :math:`A_w A_w^T + \sigma^2 A_b A_b^T`, with
+    L2 master problem (identity metric) in the variable :math:`(w, \beta)`, :math:`b = \sigma
+    \beta`. Read-only; the Gram matrix is :math:`A_w A_w^T + \sigma^2 A_b A_b^T`, with
     :math:`A_b` read through ``k`` products with unit vectors (any storage)."""
 
     def __init__(self, bundle: PlaneBundle, b: np.ndarray, k: int, sigma: float):
