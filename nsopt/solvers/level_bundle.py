@@ -382,7 +382,8 @@ class LevelBundle(Solver):
     def init(self, problem, x0):
         lb, ub = self._box(problem)
         x0 = freeze(np.clip(x0, lb, ub))            # a start outside the box is projected
-        bundle = PlaneBundle(problem.dim, evidence="points")
+        # no Gram matrix: the LP and the projection read the slopes and offsets only
+        bundle = PlaneBundle(problem.dim, evidence="points", gram=False)
         lp = self._hot_lp(lb, ub)
         points = []                                 # the query point of each plane
         if math.isfinite(problem.lower_bound):
@@ -405,10 +406,11 @@ class LevelBundle(Solver):
             return 0
         room = None if self.max_planes is None else self.max_planes - bundle.n
 
-        def added(j, a, b):
+        def added(rows, A, b):
             if lp is not None:
-                lp.add(a, b)            # the bundle's newest row (dense: no copy from it)
-            points.append((w, j))
+                for j in range(len(rows)):
+                    lp.add(A[j], b[j])
+            points.extend([(w, j) for j in rows])
 
         return add_oracle_minorants(problem, bundle, w, room, added)
 
