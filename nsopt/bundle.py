@@ -748,6 +748,19 @@ class PlaneBundle:
                 return self._points[key]
         return None
 
+    def query_points(self, index) -> list:
+        """:meth:`query_point` of each plane in ``index`` (a list of ints), in one pass."""
+        evs, points = self._ev, self._points
+        out = []
+        for i in index:
+            ev, point = evs[i], None
+            if isinstance(ev, dict) and len(ev) == 1:
+                (key, weight), = ev.items()
+                if key >= 0 and weight == 1.0:
+                    point = points[key]
+            out.append(point)
+        return out
+
     def evidence(self, alpha: np.ndarray, plane=None):
         """The evidence of the combination ``alpha`` (feasible), or None when a plane with a
         positive multiplier has none. A dual point is returned deferred

@@ -136,8 +136,8 @@ def planes_evidence(bundle: PlaneBundle, alpha, floor_value: float, plane, y=Non
     alpha = np.asarray(alpha, dtype=np.float64)[: bundle.n]
     index = np.flatnonzero(alpha)
     points, weights, floor = [], [], 0.0
-    for i in index.tolist():
-        point = bundle.query_point(i)
+    index = index.tolist()
+    for i, point in zip(index, bundle.query_points(index)):
         if point is not None:
             points.append(point)
             weights.append(alpha[i])
