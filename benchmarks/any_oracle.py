@@ -61,7 +61,8 @@ Usage: OPENBLAS_NUM_THREADS=1 python benchmarks/any_oracle.py [--functions ...] 
        proximal-bundle subbfgs sublbfgs] [--tols 1e-3 1e-6 1e-8] [--max-time 20]
        [--region box|ball] [--no-scs] [--size full|tiny] [--minorants K]
 
-``--minorants K`` (default ``MINORANTS``: 16, 16, 8 and 0 for the L1 fits; 0: none): the extra
+``--minorants K`` (default ``MINORANTS``: 16 for max-affine, 8 for max-eigenvalue, 0 for
+Chebyshev and the L1 fits, where the oracle costs less than the planes; 0: none): the extra
 affine minorants per oracle call that ``max-affine``, ``chebyshev``, ``max-eigenvalue`` and the
 L1 fits offer
 (:meth:`nsopt.Oracle.minorants`: near-active pieces, next eigenvectors); the bundle methods that
@@ -98,8 +99,12 @@ SIZES = {
 }
 #: extra minorants per call the max-type oracles offer by default (``--minorants`` overrides):
 #: the fewest calls for the least CPU, measured (docs/solvers.md): past 8 the eigenvalue's
-#: planes of far eigenvectors cost more LP and projection time than they save calls
-MINORANTS = {"max-affine": 16, "chebyshev": 16, "max-eigenvalue": 8, "l1-fit": 0}
+#: planes of far eigenvectors cost more LP and projection time than they save calls.
+#: Chebyshev 0: its oracle (one 2000 x 21 product) costs less than the model's work for 16
+#: more planes a call; level-bundle to a certified 1e-6 took 0.18-0.26x Clarabel's time
+#: without them against 0.35-0.68x with (84 calls against 54; three runs each, alternating,
+#: 2026-11-25 12:17-12:21 UTC, load 11-15; 0.21x against 0.42-0.58x idle the session before)
+MINORANTS = {"max-affine": 16, "chebyshev": 0, "max-eigenvalue": 8, "l1-fit": 0}
 LAM = 1e-4   # hinge
 MU = 0.005   # max-affine ridge
 

@@ -137,6 +137,11 @@ class PlaneBundle:
         Length of the dual vectors (``evidence="dual"``).
     dense_limit : int
         Bytes of preallocated dense rows before switching to list storage.
+    gram : bool, default True
+        Keep the Gram matrix :attr:`G` (the master QPs read it). False: no Gram matrix at all
+        (a method that reads only slopes and offsets, such as the level bundle's LP and
+        projection, saves its O(n d) per plane and the O(n^2) copy per drop); :attr:`G` then
+        raises ``AttributeError``.
 
     Attributes
     ----------
@@ -151,7 +156,8 @@ class PlaneBundle:
 
     def __init__(self, dim: int, metric: Callable[[np.ndarray], np.ndarray] | None = None,
                  capacity: int = 32, n_blocks: int = 1, evidence: str | None = None,
-                 n_examples: int | None = None, dense_limit: int = DENSE_LIMIT):
+                 n_examples: int | None = None, dense_limit: int = DENSE_LIMIT,
+                 gram: bool = True):
         if not isinstance(n_blocks, numbers.Integral) or isinstance(n_blocks, bool) or n_blocks < 1:
             raise ValueError(f"n_blocks must be an integer >= 1, got {n_blocks!r}")
         if evidence not in (None, "dual", "points"):
@@ -175,7 +181,7 @@ class PlaneBundle:
         self._b = np.zeros(capacity)
         self._age = np.zeros(capacity, dtype=np.int64)
         self._block = np.zeros(capacity, dtype=np.int64)
-        self._G = np.zeros((capacity, capacity))
+        self._G = np.zeros((capacity, capacity)) if gram else None
         self._ev: list = []          # per plane: dual vector, recipe {point id: weight}, or None
         self._points: dict = {}      # query-point store (evidence="points")
         self._refs: dict = {}
@@ -231,6 +237,8 @@ class PlaneBundle:
     @property
     def G(self) -> np.ndarray:
         """Gram matrix ``A M A^T`` (n x n)."""
+        if self._G is None:
+            raise AttributeError("this PlaneBundle keeps no Gram matrix (gram=False)")
         return self._G[: self.n, : self.n]
 
     def __len__(self) -> int:
@@ -303,8 +311,10 @@ class PlaneBundle:
         b = np.zeros(cap); b[:n] = self.b
         age = np.zeros(cap, dtype=np.int64); age[:n] = self.age
         block = np.zeros(cap, dtype=np.int64); block[:n] = self.block
-        G = np.zeros((cap, cap)); G[:n, :n] = self.G
-        self._b, self._age, self._block, self._G = b, age, block, G
+        if self._G is not None:
+            G = np.zeros((cap, cap)); G[:n, :n] = self.G
+            self._G = G
+        self._b, self._age, self._block = b, age, block
 
     def _ref(self, recipe, step: int) -> None:
         if not isinstance(recipe, dict):
@@ -334,7 +344,7 @@ class PlaneBundle:
             self._A[i] = a.toarray().reshape(-1) if sp.issparse(a) else a
             if self.metric is not None:
                 self._MA[i] = self.metric(np.array(self._A[i]))
-            row = self._A[: i + 1] @ self._MA[i]
+            row = self._A[: i + 1] @ self._MA[i] if self._G is not None else None
         else:
             r = _as_row(a, self.dim, True)
             self._rows.append(r)
@@ -344,19 +354,66 @@ class PlaneBundle:
                 mr = self._mrows[i]
             else:
                 mr = r
-            row = np.array([_dot(s, mr) for s in self._rows])
+            row = (np.array([_dot(s, mr) for s in self._rows]) if self._G is not None
+                   else None)
             self._dense = None
         self._b[i] = b
         self._age[i] = 0
         self._block[i] = block
-        self._G[i, : i + 1] = row
-        self._G[: i + 1, i] = row
+        if row is not None:
+            self._G[i, : i + 1] = row
+            self._G[: i + 1, i] = row
         if self.evidence_kind == "dual" and evidence is not None:
             evidence = np.asarray(evidence, dtype=np.float64)
         self._ev.append(evidence)
         self._ref(evidence, +1)
         self.n = i + 1
         return i
+
+    def add_many(self, A: np.ndarray, b: np.ndarray, block: int = 0,
+                 evidence: list | None = None) -> np.ndarray:
+        """Append the k planes ``<A_j, v> + b_j`` of model ``block`` at once (dense ``A``,
+        k x d); return their indices. The same bundle as k calls of :meth:`add` in order
+        (the same slopes, offsets, evidence, and Gram entries computed by the same products),
+        without k times the per-call overhead. ``evidence``: one entry per plane (None: all
+        unproven). In list storage it is :meth:`add` in a loop."""
+        block = self._check_block(block)
+        A = np.asarray(A, dtype=np.float64)
+        b = np.asarray(b, dtype=np.float64).reshape(-1)
+        k = b.shape[0]
+        if A.shape != (k, self.dim):
+            raise ValueError(f"A must have shape ({k}, {self.dim}) (one row per offset in b), "
+                             f"got {A.shape}")
+        if evidence is None:
+            evidence = [None] * k
+        elif len(evidence) != k:
+            raise ValueError(f"evidence must have one entry per plane ({k}), got {len(evidence)}")
+        if self.evidence_kind == "dual":
+            evidence = [None if ev is None else np.asarray(ev, dtype=np.float64)
+                        for ev in evidence]
+        while self._A is not None and self.n + k > self._b.shape[0]:
+            self._grow()
+        if self._A is None:
+            return np.array([self.add(A[j], float(b[j]), block, evidence[j]) for j in range(k)],
+                            dtype=np.int64)
+        n = self.n
+        self._A[n: n + k] = A
+        if self.metric is not None:
+            for j in range(k):
+                self._MA[n + j] = self.metric(np.array(self._A[n + j]))
+        for j in range(k if self._G is not None else 0):
+            i = n + j           # add()'s product per row: the same Gram entries, bit for bit
+            row = self._A[: i + 1] @ self._MA[i]
+            self._G[i, : i + 1] = row
+            self._G[: i + 1, i] = row
+        self._b[n: n + k] = b
+        self._age[n: n + k] = 0
+        self._block[n: n + k] = block
+        self._ev.extend(evidence)
+        for ev in evidence:
+            self._ref(ev, +1)
+        self.n = n + k
+        return np.arange(n, n + k)
 
     def add_fixed(self, a: np.ndarray, b: float, block: int = 0, evidence=None) -> int:
         """Add a plane of model ``block`` that is never dropped or aggregated (only before any
@@ -410,12 +467,27 @@ class PlaneBundle:
             ev = {key: 1.0}
         return self.add(a, float(b), 0, ev)
 
+    def add_minorants(self, w: np.ndarray, rows, A: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Rows ``rows`` of the oracle's extra minorants at ``w``, the planes ``<A_j, v> + b_j``,
+        at once (:meth:`add_many`): the same bundle as :meth:`add_minorant` per row in order."""
+        rows = [int(j) for j in rows]
+        ev = None
+        if self.evidence_kind == "points":
+            ev = []
+            for j in rows:
+                key = self._next_id
+                self._next_id += 1
+                self._points[key] = (w, j)
+                self._refs[key] = 0
+                ev.append({key: 1.0})
+        return self.add_many(A, b, 0, ev)
+
     def _take(self, order: np.ndarray, k: int) -> None:
         """Keep planes ``order`` (old indices) as the first ``k``; release dropped evidence."""
-        kept = set(int(j) for j in order)
-        for j in range(self.n):
-            if j not in kept:
-                self._ref(self._ev[j], -1)
+        dropped = np.ones(self.n, dtype=bool)
+        dropped[order] = False
+        for j in np.flatnonzero(dropped).tolist():
+            self._ref(self._ev[j], -1)
         self._ev = [self._ev[j] for j in order]
         if self._A is not None:
             self._A[:k] = self._A[order]
@@ -429,7 +501,8 @@ class PlaneBundle:
         self._b[:k] = self._b[order]
         self._age[:k] = self._age[order]
         self._block[:k] = self._block[order]
-        self._G[:k, :k] = self._G[np.ix_(order, order)]
+        if self._G is not None:
+            self._G[:k, :k] = self._G[np.ix_(order, order)]
         self.n = k
 
     def drop(self, mask: np.ndarray) -> np.ndarray:
@@ -674,6 +747,19 @@ class PlaneBundle:
             if key >= 0 and weight == 1.0:
                 return self._points[key]
         return None
+
+    def query_points(self, index) -> list:
+        """:meth:`query_point` of each plane in ``index`` (a list of ints), in one pass."""
+        evs, points = self._ev, self._points
+        out = []
+        for i in index:
+            ev, point = evs[i], None
+            if isinstance(ev, dict) and len(ev) == 1:
+                (key, weight), = ev.items()
+                if key >= 0 and weight == 1.0:
+                    point = points[key]
+            out.append(point)
+        return out
 
     def evidence(self, alpha: np.ndarray, plane=None):
         """The evidence of the combination ``alpha`` (feasible), or None when a plane with a

@@ -67,6 +67,8 @@ class PolyhedralLevelBundle(LevelBundle):
       compiled Goldfarb-Idnani QP with the rows stacked under the planes; its multipliers
       :math:`(\mu, \nu)` prove a bound too, with :math:`\alpha = \mu/\sum\mu`, :math:`y =
       \nu/\sum\mu`.
+    * With ``minorants=True`` (the default) the oracle's extra minorants join the model as in
+      :class:`LevelBundle`; the evidence records each as (query point, row).
     * The certificate's evidence holds the query points, the multipliers of both kinds, the
       box and the rows; ``Certificate.check(f, bounds=(lb, ub), A_ub=A, b_ub=b)`` recomputes
       the bound from them.
@@ -89,7 +91,7 @@ class PolyhedralLevelBundle(LevelBundle):
                              "are given)")
         lb, ub = self._box(problem)
         x0 = freeze(np.clip(x0, lb, ub))       # feasible: the loop checked (or projected) it
-        bundle = PlaneBundle(problem.dim, evidence="points")
+        bundle = PlaneBundle(problem.dim, evidence="points", gram=False)  # no QP reads G
         lp = (RowsModelLP(lb, ub, *self._rows, HOT_LP_OPTIONS) if _highs_class() is not None
               else None)
         if math.isfinite(problem.lower_bound):
@@ -98,8 +100,9 @@ class PolyhedralLevelBundle(LevelBundle):
         ev = problem.evaluate(x0)
         bundle.add_at(ev.w, ev.fun, ev.subgradient)
         self._mirror(bundle, lp)
+        extra = self._add_minorants(problem, bundle, ev.w, lp, None)   # option minorants
         return self._iterate(problem, bundle, ev.w, float(ev.fun), -math.inf, None, lb, ub, 0,
-                             lp)
+                             lp)._replace(n_extra=extra)
 
     def _model_minimum(self, problem, bundle, lb, ub, lp=None):
         """The LP over the box and the rows: hot-started in ``lp`` (:class:`RowsModelLP`), else
@@ -123,6 +126,7 @@ class PolyhedralLevelBundle(LevelBundle):
         except MasterLPError as exc:
             if problem.deadline is not None and time.perf_counter() >= problem.deadline:
                 x = bundle.query_point(bundle.n - 1)
+                x = x[0] if type(x) is tuple else x     # a minorant's (point, row)
                 return ModelMinimum(x, -math.inf, np.zeros(bundle.n), None, -math.inf)
             raise OracleNumericalError(f"level-bundle: {exc}", None, "the master LP") from None
         return m._replace(alpha=_tag(m.alpha, m.y))
@@ -158,7 +162,7 @@ class PolyhedralLevelBundle(LevelBundle):
             ev = planes_evidence(bundle, alpha, problem.lower_bound, (a_bar, b_bar), y, lb=lb,
                                  ub=ub, A_ub=A_ub, b_ub=b_ub)
             if ev is not None:
-                return value, ev
+                return value, ev.tagged()       # (x, j): row j of the minorants at x
         return lower, evidence
 
 

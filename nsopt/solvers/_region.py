@@ -136,8 +136,8 @@ def planes_evidence(bundle: PlaneBundle, alpha, floor_value: float, plane, y=Non
     alpha = np.asarray(alpha, dtype=np.float64)[: bundle.n]
     index = np.flatnonzero(alpha)
     points, weights, floor = [], [], 0.0
-    for i in index.tolist():
-        point = bundle.query_point(i)
+    index = index.tolist()
+    for i, point in zip(index, bundle.query_points(index)):
         if point is not None:
             points.append(point)
             weights.append(alpha[i])
@@ -695,26 +695,44 @@ class RowsModelLP:
 
 def add_oracle_minorants(problem, bundle, w, room=None, added=None) -> int:
     """Add the oracle's extra minorants at ``w`` (:meth:`~nsopt.Oracle.minorants`, asked right
-    after the evaluation at ``w``) to ``bundle`` (:meth:`~nsopt.bundle.PlaneBundle.add_minorant`),
-    in the oracle's order, at most ``room`` of them (None: all), each only if no plane of the
-    bundle equals it; ``added(j, a, b)`` is called after row ``j``, the plane ``<a, x> + b``, is
-    added. Returns how many were."""
+    after the evaluation at ``w``) to ``bundle``, in the oracle's order, at most ``room`` of
+    them (None: all), each only if no plane of the bundle (nor an earlier row of this call)
+    equals it: the planes :meth:`~nsopt.bundle.PlaneBundle.add_minorant` would add row by row,
+    added in one :meth:`~nsopt.bundle.PlaneBundle.add_minorants` (one array operation, not k
+    calls). ``added(rows, A, b)`` is then called once with the rows added (a list of the
+    oracle's row indices) and their planes ``<A_j, x> + b_j``. Returns how many were."""
     if not problem.offers_minorants or (room is not None and room <= 0):
         return 0
     out = problem.minorants(w)
     if out is None:
         return 0
     G, c = out
-    n = 0
-    for j in range(G.shape[0]):
-        if room is not None and n >= room:
-            break
-        a, b = G[j], float(c[j])
-        twins = np.flatnonzero(bundle.b == b)        # an equal plane: the same offset first
-        if twins.size and (bundle.A[twins] == a).all(axis=1).any():
-            continue
-        bundle.add_minorant(w, j, a, b)
-        n += 1
-        if added is not None:
-            added(j, a, b)
-    return n
+    G = np.asarray(G, dtype=np.float64)
+    c = np.asarray(c, dtype=np.float64).reshape(-1)
+    keep = _new_planes(bundle, G, c)
+    if room is not None:
+        keep = keep[:room]
+    if not keep.size:
+        return 0
+    A, b = G[keep], c[keep]
+    rows = keep.tolist()
+    bundle.add_minorants(w, rows, A, b)
+    if added is not None:
+        added(rows, A, b)
+    return len(rows)
+
+
+def _new_planes(bundle, G, c) -> np.ndarray:
+    """Indices of the rows ``(G_j, c_j)`` equal neither to a plane of ``bundle`` nor to an
+    earlier row (exact equality: offsets first, the slopes only where an offset matches)."""
+    dup = np.zeros(c.shape[0], dtype=bool)
+    b = bundle.b
+    for j in np.flatnonzero((c[:, None] == b).any(axis=1)).tolist():
+        twins = np.flatnonzero(b == c[j])
+        dup[j] = bool((bundle.A[twins] == G[j]).all(axis=1).any())
+    same = np.tril(c[:, None] == c, -1)             # row t's offset repeats an earlier row's
+    for t in np.flatnonzero(same.any(axis=1)).tolist():
+        if not dup[t]:
+            earlier = np.flatnonzero(same[t])
+            dup[t] = bool((G[earlier] == G[t]).all(axis=1).any())
+    return np.flatnonzero(~dup)

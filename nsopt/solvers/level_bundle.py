@@ -117,7 +117,7 @@ class LevelBundle(Solver):
         oracle call. A minorant equal to a plane already in the bundle is skipped; when the
         bundle is nearly full, only as many as fit (the oracle's first rows). The certificate
         records each as (query point, row), which :meth:`~nsopt.certificate.Certificate.check`
-        rebuilds through the oracle. Not used with rows ``A_ub`` / ``A_eq``.
+        rebuilds through the oracle. With rows ``A_ub`` / ``A_eq`` as well.
     max_planes : int >= 3 or None, default 200
         Planes kept in the model. When the bundle is full, a tenth of ``max_planes`` go at
         once (one drop, not one per iteration: each copies the bundle and changes the LP):
@@ -382,7 +382,8 @@ class LevelBundle(Solver):
     def init(self, problem, x0):
         lb, ub = self._box(problem)
         x0 = freeze(np.clip(x0, lb, ub))            # a start outside the box is projected
-        bundle = PlaneBundle(problem.dim, evidence="points")
+        # no Gram matrix: the LP and the projection read the slopes and offsets only
+        bundle = PlaneBundle(problem.dim, evidence="points", gram=False)
         lp = self._hot_lp(lb, ub)
         points = []                                 # the query point of each plane
         if math.isfinite(problem.lower_bound):
@@ -400,15 +401,18 @@ class LevelBundle(Solver):
     def _add_minorants(self, problem, bundle, w, lp, points):
         """Add the oracle's extra minorants at ``w`` (the point just evaluated) to the bundle
         and the LP, each new one only (not equal to a plane kept), as many as fit under
-        ``max_planes``; returns how many were added."""
-        if not (self.minorants and points is not None):
+        ``max_planes``; returns how many were added. ``points`` (None: unkept) gets their
+        ``(w, row)`` pairs."""
+        if not self.minorants:
             return 0
         room = None if self.max_planes is None else self.max_planes - bundle.n
 
-        def added(j, a, b):
+        def added(rows, A, b):
             if lp is not None:
-                lp.add(a, b)            # the bundle's newest row (dense: no copy from it)
-            points.append((w, j))
+                for j in range(len(rows)):
+                    lp.add(A[j], b[j])
+            if points is not None:
+                points.extend([(w, j) for j in rows])
 
         return add_oracle_minorants(problem, bundle, w, room, added)
 
