@@ -431,3 +431,45 @@ def test_the_loops_shortcuts_give_the_bundles_bound_and_evidence(seed, n, d, flo
     assert all(p is q for p, q in zip(ev.points, ref.points))
     np.testing.assert_array_equal(ev.weights, ref.weights)
     assert ev.floor == ref.floor and ev.floor_value == ref.floor_value
+
+
+def test_nearly_parallel_minorants_reach_1e8():
+    """A Chebyshev fit whose oracle offers its 16 next largest pieces a call: neighbouring
+    points' pieces are nearly parallel, the LP's basis ill-conditioned, and its multipliers
+    left residual slopes worth 3.7e-8 of the value on the box; the run stalled there for
+    400 iterations (347 failed projections). The refined multipliers
+    (:func:`~nsopt.solvers._region.polish_multipliers`) prove 1e-8."""
+    from catalogue import chebyshev_data, chebyshev_fit
+
+    f, expr = chebyshev_fit(*chebyshev_data(2000, "abs"), degree=20, minorants=16)
+    case = Case(f, expr, np.full(21, -3.0), np.full(21, 3.0))
+    res = solve_and_check(case, rtol=1e-8, minorants=True)
+    assert res.nit < 150 and res.info["n_qp_fallbacks"] < 10
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2 ** 16), noise=st.sampled_from([0.0, 1e-12, 1e-9, 1e-6]))
+def test_polished_multipliers_never_lower_the_bound(seed, noise):
+    """Refinement keeps the multipliers on the simplex and the bound they prove (recomputed
+    from them) at least the given multipliers'; from the LP's optimal multipliers blurred by
+    rounding-sized noise it recovers the LP's bound to 1e-12."""
+    from nsopt.bundle import PlaneBundle
+    from nsopt.solvers._region import box_min, box_model_minimum, polish_multipliers
+
+    rng = np.random.default_rng(seed)
+    d, n = int(rng.integers(2, 8)), int(rng.integers(3, 30))
+    bundle = PlaneBundle(d)
+    for _ in range(n):
+        bundle.add(rng.standard_normal(d), float(rng.standard_normal()))
+    lb, ub = -rng.uniform(0.5, 3, d), rng.uniform(0.5, 3, d)
+    best = box_model_minimum(bundle, lb, ub)
+    alpha = np.maximum(best.alpha * (1 + noise * rng.standard_normal(bundle.n)), 0.0)
+    before, start = polish_multipliers(bundle, alpha, lb, ub, rounds=0)  # made feasible only
+    a0, b0 = bundle.combine(start)
+    assert before == b0 + box_min(a0, lb, ub)
+    value, refined = polish_multipliers(bundle, alpha, lb, ub)
+    assert np.all(refined >= 0) and math.isclose(refined.sum(), 1.0, rel_tol=1e-14)
+    a2, b2 = bundle.combine(refined)
+    assert value == b2 + box_min(a2, lb, ub)
+    assert value >= before
+    assert value >= best.bound - 1e-12 * (1 + abs(best.bound)) or noise >= 1e-6

@@ -146,9 +146,12 @@ class PolyhedralLevelBundle(LevelBundle):
             y = _equality_multipliers(self._rows, self._n_eq, bundle.rmatvec(mult[:n]), y)
         return x, _tag(mult[:n], y)
 
-    def _offer(self, problem, bundle, alpha, lower, evidence, lb, ub, points=None):
+    def _offer(self, problem, bundle, alpha, lower, evidence, lb, ub, points=None,
+               fun_up=None):
         """The weak-duality bound of the plane multipliers ``alpha`` and the rows' multipliers
-        they carry (scaled like ``alpha`` when it is made feasible), when it beats ``lower``."""
+        they carry (scaled like ``alpha`` when it is made feasible), when it beats ``lower``.
+        (``fun_up`` is not read: the multipliers are not refined here, as they are without
+        rows, since a refinement would have to move the rows' multipliers too.)"""
         y = getattr(alpha, "rows_y", None)
         raw = np.maximum(np.asarray(alpha, dtype=np.float64)[: bundle.n], 0.0)
         total = float(raw.sum())

@@ -23,7 +23,8 @@ from .._validation import Boolean, Interval, NoneOr, Option, Satisfies, check_bo
 from ._base import ProblemNotSupported, Solver
 from ..inner.level_master import BoxModelLP, DenseBoxLP, highs_available, project_level_set
 from ._region import (HOT_LP_OPTIONS, MasterLPError, ModelMinimum, add_oracle_minorants,
-                      box_min, box_model_minimum, planes_evidence, region_from_options)
+                      box_min, box_model_minimum, planes_evidence, polish_multipliers,
+                      region_from_options)
 from ._region import ROW_OPTIONS
 from ._registry import register
 
@@ -53,6 +54,12 @@ def _points_evidence(points, alpha, floor_value, plane, lb, ub):
         index = index[1:]
     return OraclePlanes(tuple([points[i] for i in index]), alpha[index], floor=floor,
                         floor_value=floor_value, plane=plane, lb=lb, ub=ub).tagged()
+
+
+#: relative gap :math:`(f^{up} - \text{bound}) / |f^{up}|` below which a bound's multipliers
+#: are refined (:func:`~nsopt.solvers._region.polish_multipliers`): the LP's rounding cost up to
+#: 3.7e-8 relative on a Chebyshev fit with nearly parallel minorants, so 1e-6 leaves room
+POLISH_BELOW = 1e-6
 
 
 @register
@@ -313,14 +320,23 @@ class LevelBundle(Solver):
             return None, None
         return x, mult
 
-    def _offer(self, problem, bundle, alpha, lower, evidence, lb, ub, points=None):
+    def _offer(self, problem, bundle, alpha, lower, evidence, lb, ub, points=None,
+               fun_up=math.inf):
         """The bound :math:`\\bar b + \\min_Q\\langle\\bar a, y\\rangle` of the multipliers
         ``alpha`` (made feasible), with its evidence, when it beats ``lower``. ``points``: the
         query point of every plane (None for the floor), kept by the run, so that the
-        evidence is read off without asking the bundle plane by plane."""
+        evidence is read off without asking the bundle plane by plane. Within
+        :data:`POLISH_BELOW` (relative) of ``fun_up`` the multipliers are first refined
+        (:func:`~nsopt.solvers._region.polish_multipliers`): there the solves' rounding, not
+        the model, decides the last digits of the bound."""
         alpha = bundle.feasible(alpha)
         a_bar, b_bar = bundle.combine(alpha)
         value = b_bar + box_min(a_bar, lb, ub)
+        if math.isfinite(value) and fun_up - value <= POLISH_BELOW * abs(fun_up):
+            polished, refined = polish_multipliers(bundle, alpha, lb, ub)
+            if polished > value:
+                alpha, value = refined, polished
+                a_bar, b_bar = bundle.combine(alpha)
         if value > lower:
             if points is None:
                 ev = planes_evidence(bundle, alpha, problem.lower_bound, (a_bar, b_bar),
@@ -344,7 +360,7 @@ class LevelBundle(Solver):
         if alpha is None:
             m = self._model_minimum(problem, bundle, lb, ub, lp)
             lower, evidence = self._offer(problem, bundle, m.alpha, lower, evidence, lb, ub,
-                                          points) if m.bound > lower else (lower, evidence)
+                                          points, fun_up) if m.bound > lower else (lower, evidence)
             alpha, point, solved = m.alpha, m.point, True
         nxt, mult, level = None, None, lower
         while True:
@@ -358,7 +374,7 @@ class LevelBundle(Solver):
             # projection: the LP raises the bound, and the level with it
             m = self._model_minimum(problem, bundle, lb, ub, lp)
             lower, evidence = self._offer(problem, bundle, m.alpha, lower, evidence, lb, ub,
-                                          points) if m.bound > lower else (lower, evidence)
+                                          points, fun_up) if m.bound > lower else (lower, evidence)
             alpha, point, solved = m.alpha, m.point, True
         active = alpha > 0
         if nxt is None:             # point is None only when the gap is closed: the run stops
@@ -371,7 +387,7 @@ class LevelBundle(Solver):
                 # after an LP on this bundle no weights can do better: the LP's dual is the
                 # best bound over the simplex (so the offer is only made between LPs)
                 lower, evidence = self._offer(problem, bundle, mult, lower, evidence, lb, ub,
-                                              points)
+                                              points, fun_up)
         bundle.update_ages(active)      # True > 0: the ages of the active planes reset
         return self.State(x=x, fun_up=fun_up, lower_bound=lower, evidence=evidence, level=level,
                           x_next=freeze(nxt), alpha=alpha, active=active, bundle=bundle,
