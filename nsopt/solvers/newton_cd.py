@@ -303,7 +303,8 @@ class NewtonCD(Solver):
     run as ``stationary``, with the norm of the least-norm subgradient.
 
     ``Result.info``: ``n_active`` (columns in the last model), ``inner_sweeps`` (sweeps
-    over all iterations), ``line_search_halvings`` (the same), ``nnz`` (nonzeros of x).
+    over all iterations), ``line_search_halvings`` (the same), ``model_duals`` (steps whose
+    bound is the model's dual point's), ``nnz`` (nonzeros of x).
 
     References
     ----------
@@ -383,6 +384,7 @@ class NewtonCD(Solver):
         violation_init: float      # sum of violations at the first iteration
         fails: int                 # consecutive iterations without descent
         n_steps: int               # Newton steps made
+        model_duals: int           # steps whose bound is the model's dual point's
         stationary: bool
         subgradient_norm: float
         linearization_error: float
@@ -417,13 +419,15 @@ class NewtonCD(Solver):
         cyt = data.c * data.y * t
         K.grad_hess(data.indptr, data.indices, data.values, cyt, D, data.has_b, _NU, grad, hdiag)
         lower, evidence = self._bound(problem, data, t, cyt, grad)
+        model_duals = 0 if s is None else s.model_duals
         if candidate is not None and fun - lower > max(self.config["atol"],
                                                        self.config["rtol"] * abs(fun)):
             other = candidate()
             if other is not None and other[1] is not None and other[0] > lower:
                 lower, evidence = other
+                model_duals += 1
         fields = dict(w=w, z=z, t=t, D=D, grad=grad, hdiag=hdiag, fun=fun, lower_bound=lower,
-                      evidence=evidence, w_best=w, fun_best=fun)
+                      evidence=evidence, w_best=w, fun_best=fun, model_duals=model_duals)
         if not data.own_value:    # a loss that overrides its oracle: valued by the oracle
             fields.update(w_best=None, fun_best=math.inf)
             if s is not None and not np.array_equal(w, s.w):
@@ -678,5 +682,5 @@ class NewtonCD(Solver):
 
     def info(self, s):
         return {"n_active": s.n_active, "inner_sweeps": s.inner_sweeps,
-                "line_search_halvings": s.halvings,
+                "line_search_halvings": s.halvings, "model_duals": s.model_duals,
                 "nnz": int(np.count_nonzero(s.w[:s.data.d]))}
