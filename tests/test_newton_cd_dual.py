@@ -70,14 +70,16 @@ def test_proven_earlier_on_the_fixed_problem():
        rtol=st.sampled_from([1e-3, 1e-4]))
 def test_never_later_never_lower_and_brackets_cvxpy(loss, seed, lam, intercept, rtol):
     """Random one-hot problems: the iterates are the same with and without the model's dual
-    point, its bound at every step is at least the scaled iterate's (so the gap is proven no
-    later), and the run brackets Clarabel's optimum with a checked certificate."""
+    point (but for the last, which may stop where it started, proven there), its bound at every
+    step is at least the scaled iterate's, the gap is proven no later, and the run brackets
+    Clarabel's optimum with a checked certificate."""
     pytest.importorskip("cvxpy")
     J = _one_hot_problem(loss, seed, lam, m=120, groups=3, levels=4, intercept=intercept)
     new, steps_new = _run(J, 10, rtol)
     old, steps_old = _run(J, 0, rtol)
     assert new.nit <= old.nit
-    for (f_new, lb_new), (f_old, lb_old) in zip(steps_new, steps_old):
+    # the last step may end at its start point, proven by the model's point there (no move)
+    for (f_new, lb_new), (f_old, lb_old) in zip(steps_new[:-1], steps_old):
         assert f_new == f_old
         assert lb_new >= lb_old
     assert_dual_point_certified(J, new, rtol)
