@@ -415,3 +415,42 @@ def weighted_moments(t, c):
         s1 += ct
         s2 += ct * t[i]
     return s1, s2
+
+
+@njit(cache=True)
+def logistic_best_scale(t, c, top):
+    r"""The maximiser of the concave :math:`h(s) = -\sum_i c_i \psi(s t_i)` on ``[0, top]``,
+    :math:`\psi(u) = u\log u + (1-u)\log(1-u)` (the logistic loss's conjugate; ``top * max(t)
+    < 1``): ``top`` when :math:`h'(\mathrm{top}) \ge 0`, else the root of the decreasing
+    :math:`h'(s) = -\sum_i c_i t_i \log\frac{s t_i}{1 - s t_i}` by Newton's method,
+    :math:`h''(s) = -\sum_i c_i t_i^2 / (s t_i (1 - s t_i))`, safeguarded by the bracket
+    (bisection when a step leaves it). Each iteration is one loop over ``t``; a handful
+    suffice (the bisection it replaces took up to 60). Returns a point of the bracket's
+    increasing side (any ``s`` in ``[0, top]`` gives a valid dual point; only the bound's value
+    depends on how close to the maximiser it is)."""
+    lo = 0.0
+    hi = top
+    s = top
+    for it in range(60):
+        g = 0.0
+        h = 0.0
+        for i in range(t.size):
+            u = s * t[i]
+            if u <= 0.0:
+                continue
+            ct = c[i] * t[i]
+            g -= ct * (math.log(u) - math.log1p(-u))
+            h -= ct * t[i] / (u * (1.0 - u)) if u < 1.0 else math.inf
+        if g >= 0.0:
+            if it == 0:
+                return top
+            lo = s
+        else:
+            hi = s
+        if hi - lo <= 1e-12 * hi:
+            break
+        nxt = s - g / h if h < 0.0 and math.isfinite(h) else 0.5 * (lo + hi)
+        if not (lo < nxt < hi):
+            nxt = 0.5 * (lo + hi)
+        s = nxt
+    return lo
