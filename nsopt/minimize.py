@@ -75,14 +75,23 @@ def dcd_conditioning(problem) -> float:
     uniform weights :math:`c_i = 1/m`, liblinear's :math:`C R^2 = R^2 / (\lambda m)` with
     :math:`R = \max_i \|x_i\|` and :math:`C = 1/(\lambda m)`: the number of epochs dual
     coordinate descent needs grows with it. ``inf`` when the problem has no such data (a loss
-    without ``data`` rows and weights ``c``). One pass over the nonzeros of ``X``.
+    without ``data`` rows and weights ``c``). One pass over the nonzeros of ``X``: over sparse
+    rows (``data.sparse``, CSR of float64) by dcd's compiled kernel (mushrooms, 8124 x 112:
+    0.13 ms against 0.70 ms for scipy's ``X.multiply(X).sum(1)``, the data's own
+    ``row_norms_sq``, which any other data take).
     """
     loss = getattr(problem, "loss", None)
     data, c = getattr(loss, "data", None), getattr(loss, "c", None)
     lam = getattr(problem, "lam", None)
     if data is None or c is None or not lam:
         return np.inf
-    sq = np.asarray(data.row_norms_sq(), dtype=np.float64).reshape(-1)
+    csr = getattr(data, "csr", None) if getattr(data, "sparse", False) else None
+    if (csr is not None and getattr(csr, "format", None) == "csr"
+            and csr.data.dtype == np.float64 and csr.has_canonical_format):
+        from .solvers._dcd_kernels import row_norms_sq
+        sq = row_norms_sq(csr.indptr, csr.data)
+    else:
+        sq = np.asarray(data.row_norms_sq(), dtype=np.float64).reshape(-1)
     return float(np.max(np.asarray(c, dtype=np.float64) * sq, initial=0.0)) / float(lam)
 
 
@@ -157,13 +166,20 @@ def default_method(problem, **options) -> str:
     if not (isinstance(problem, Oracle) or not callable(problem)):
         return DEFAULT_METHOD_FOR_FUNCTIONS
     supported = methods_supporting(problem, **options)
+    kappa = []  # dcd_conditioning(problem), computed at most once (a pass over the data)
+
+    def conditioning():
+        if not kappa:
+            kappa.append(dcd_conditioning(problem))
+        return kappa[0]
+
     if L2_NEWTON_METHOD in supported and (getattr(problem, "fit_intercept", False)
-                                          or dcd_conditioning(problem) > NEWTON_MIN_CONDITIONING
+                                          or conditioning() > NEWTON_MIN_CONDITIONING
                                           or (NEWTON_ALWAYS_FOR_LOGISTIC
                                               and _logistic(problem))):
         return L2_NEWTON_METHOD  # L2 with a smooth margin loss (benchmarks/peers.py)
     if DUAL_METHOD in supported and not getattr(problem, "fit_intercept", False):
-        if dcd_conditioning(problem) <= DCD_MAX_CONDITIONING:
+        if conditioning() <= DCD_MAX_CONDITIONING:
             return DUAL_METHOD
         if PROBE_METHOD in supported:
             return PROBE_METHOD  # the probe tells nearly separable data (benchmarks/peers.py)

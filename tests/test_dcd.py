@@ -397,3 +397,28 @@ def test_packed_examples_are_the_columns_on_cache_lines(m, lam, seed):
     ref[:, K.EX_Y], ref[:, K.EX_SCALE], ref[:, K.EX_Q] = y, c * y / lam, c * sq / lam
     ref[:, K.EX_C], ref[:, K.EX_T], ref[:, K.EX_TC] = c, t, 1.0 - t
     assert np.array_equal(ex, ref) and ex.ctypes.data % 64 == 0
+
+
+# ---- the kernel's kind, asked of the loss's dual (one comparison per kind) ----
+
+@pytest.mark.parametrize("loss,kind", [(L.Hinge, 0), (L.SquaredHinge, 1), (L.Logistic, 2)])
+def test_kind_of_the_kernels_losses(loss, kind):
+    X, y = small_binary()[:2]
+    assert dcd_module._kind(loss(X, y)) == kind
+
+
+@pytest.mark.parametrize("error", [1e-12, math.nan])
+def test_kind_refuses_a_conjugate_off_by_more_than_rounding(error):
+    X, y = small_binary()[:2]
+    loss = L.SquaredHinge(X, y)
+    real = loss.conjugate_terms
+
+    def off(t):
+        out = np.array(real(t), dtype=np.float64)
+        out[-1] += error
+        return out
+
+    loss.conjugate_terms = off
+    assert dcd_module._kind(loss) is None
+    loss.conjugate_terms = lambda t: np.array(real(t), dtype=np.float64) + 1e-15
+    assert dcd_module._kind(loss) == 1   # within the tolerance 1e-14

@@ -265,3 +265,58 @@ def test_options_only_dcd_takes_keep_dcd_above_the_threshold():
     assert methods_supporting(J, check_every=2) == ["dcd"]
     assert mz.default_method(J, check_every=2) == "dcd"
     assert nsopt.minimize(J, max_iter=1, check_every=2).method == "dcd"
+
+
+# ---- the rule's own cost (benchmarks/peers.py's small cells: mushrooms, runs of 7-40 ms) ----
+
+def _protocol_conditioning(J):
+    """kappa by the data's own ``row_norms_sq`` (the protocol path)."""
+    sq = np.asarray(J.loss.data.row_norms_sq(), dtype=np.float64).reshape(-1)
+    return float(np.max(J.loss.c * sq)) / J.lam
+
+
+@pytest.mark.parametrize("form", ["csr", "csc", "dense", "float32", "duplicates"])
+def test_conditioning_compiled_rows_equal_the_protocol(data, form):
+    X, y = data
+    X = sp.csr_matrix(X)
+    if form == "csc":
+        X = X.tocsc()
+    elif form == "dense":
+        X = X.toarray()
+    elif form == "float32":
+        X = X.astype(np.float32)
+    elif form == "duplicates":  # one entry split in two: not canonical, (a + b)^2 != a^2 + b^2
+        first = X.indptr[1]   # row 0's first entry again, at the end of row 0
+        data_ = np.insert(X.data, first, 0.5)
+        indices = np.insert(X.indices, first, X.indices[0])
+        indptr = X.indptr.copy()
+        indptr[1:] += 1
+        X = sp.csr_matrix((data_, indices, indptr), shape=X.shape)
+        assert X.indptr[1] - X.indptr[0] >= 2 and not X.has_canonical_format
+    J = nsopt.RegularizedRisk(SquaredHinge(X, y), L2(), 1e-3)
+    assert mz.dcd_conditioning(J) == pytest.approx(_protocol_conditioning(J), rel=1e-12)
+
+
+def test_conditioning_of_float64_csr_rows_skips_the_protocol(data, monkeypatch):
+    X, y = data
+    J = nsopt.RegularizedRisk(Hinge(sp.csr_matrix(X), y), L2(), 1e-2)
+    expected = _protocol_conditioning(J)
+
+    def refuse():
+        raise AssertionError("scipy's row norms were called")
+
+    monkeypatch.setattr(J.loss.data, "row_norms_sq", refuse)
+    assert mz.dcd_conditioning(J) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("loss,kappa,expected", [
+    (SquaredHinge, 10.0, "dcd"), (SquaredHinge, 100.0, "newton-cg"),
+    (Logistic, 10.0, "newton-cg"), (Hinge, 10.0, "dcd"), (Hinge, 1000.0, "dcd-probe")])
+def test_default_method_computes_the_conditioning_once(data, monkeypatch, loss, kappa, expected):
+    X, y = data
+    J = nsopt.RegularizedRisk(loss(X, y), L2(), lam_at(X, kappa))
+    calls = []
+    real = mz.dcd_conditioning
+    monkeypatch.setattr(mz, "dcd_conditioning", lambda p: calls.append(1) or real(p))
+    assert mz.default_method(J) == expected
+    assert len(calls) <= 1
