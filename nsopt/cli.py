@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import math
 import os
@@ -245,12 +246,12 @@ def build_parser() -> argparse.ArgumentParser:
     solve.add_argument("--dask", nargs="?", const="local", default=None, metavar="ADDRESS",
                        help="evaluate the loss on a Dask cluster (pip install 'nsopt[dask]'): "
                             "the scheduler's ADDRESS, or without one a local cluster of one "
-                            "single-threaded process per CPU. A DATA file with a binary or "
-                            "regression loss is read only on the workers (--shards byte ranges "
-                            "of it; a compressed file is one shard) and the training metrics are "
-                            "computed there (no AUC); data set names, synthetic data and "
-                            "multiclass or multilabel data are read here, split into --shards "
-                            "row blocks and scattered once")
+                            "single-threaded process per CPU. A DATA file or data set name "
+                            "with a binary or regression loss is read only on the workers "
+                            "(--shards byte ranges of it; a compressed file is one shard) and "
+                            "the training metrics are computed there; so is --test data (no "
+                            "AUC for either); synthetic data and multiclass or multilabel data "
+                            "are read here, split into --shards row blocks and scattered once")
     solve.add_argument("--shards", type=_positive_int, default=None, metavar="N",
                        help="with --dask: the number of row blocks; default one per worker")
 
@@ -1006,37 +1007,56 @@ def _dask_client(args):
         raise UsageError(f"--dask {args.dask}: {exc}") from None
 
 
-def _file_for_workers(args):
-    """The path of DATA when ``--dask`` can read it on the workers (a file, a binary or
-    regression loss, not multilabel), else None: data set names and synthetic data are read
-    here and scattered."""
-    path = Path(args.data)
-    if args.multilabel or not path.is_file():
+def _file_for_workers(data, multilabel=False):
+    """``(path, where, n_features)`` when ``--dask`` can read DATA on the workers: a file, or
+    a data set name resolved here to its file (``nsopt.io.dataset_path``: only looked up, not
+    read) unless the data set is multilabel or ranking data; None otherwise (synthetic data,
+    a name that is not found: the driver's reader then says why). ``n_features`` is the data
+    set's known width (None for a file)."""
+    from . import io
+
+    path = Path(data)
+    if multilabel:
         return None
+    if path.is_file():
+        return path, str(path), None
+    if data == SYNTHETIC or os.sep in data or "/" in data:
+        return None
+    try:
+        path, options = io.dataset_path(data)
+    except FileNotFoundError:
+        return None
+    if options.get("multilabel") or options.get("query_id"):
+        return None
+    return path, f"data set {data!r} ({path})", options.get("n_features")
+
+
+def _workers_read_training(args):
+    """The ``_file_for_workers`` answer for the training DATA, when its loss (if given) is a
+    binary or regression loss; else None (read here and scattered)."""
     if args.loss is not None and _loss_kinds()[args.loss] not in ("binary", "regression"):
         return None
-    return path
+    return _file_for_workers(args.data, args.multilabel)
 
 
-def _load_on_workers(args, path, note):
+def _load_on_workers(args, found, note):
     """``(task, problem)`` with DATA read only on the Dask workers (nsopt.distributed.
     load_svmlight: ``--shards`` byte ranges of the file, one per worker by default; one shard
     for a compressed file); the task has no data (``X``, ``y`` None). None when the labels turn
     out multiclass without ``--loss`` (then DATA is read here, as before)."""
     from . import distributed, losses
 
+    path, where, known_features = found
     kind = "binary" if args.loss is None else _loss_kinds()[args.loss]
     name = args.loss or DEFAULT_LOSS["binary"]
     reg = _regularizer(args)
     client, workers, owns = _dask_client(args)
-    compressed = path.suffix.lower() in (".gz", ".bz2", ".xz", ".lzma")
-    n_shards = args.shards if args.shards is not None else (1 if compressed else len(workers))
-    where = str(path)
+    n_shards = args.shards if args.shards is not None else _default_parts(path, workers)
     t0 = time.perf_counter()
     try:
         problem = distributed.load_svmlight(
             str(path.resolve()), loss=losses.get_loss(name), reg=reg, lam=args.lam,
-            client=client, n_features=args.n_features, n_shards=n_shards,
+            client=client, n_features=args.n_features or known_features, n_shards=n_shards,
             binary_labels=kind == "binary", bias=args.bias)
     except ValueError as exc:
         labels = getattr(exc, "labels", None)
@@ -1082,6 +1102,81 @@ def _sharded_metrics(loss, kind, w):
     return {"RMSE": math.sqrt(squares / m), "MAE": absolute / m}
 
 
+def _default_parts(path, workers):
+    """One byte range per worker; one part for a compressed file (not entered mid-stream)."""
+    return 1 if path.suffix.lower() in (".gz", ".bz2", ".xz", ".lzma") else len(workers)
+
+
+def _test_facts(classes, X, y):
+    """Run on a worker, on a block of the --test data: ``(rows, columns, labels not in the
+    training classes (at most 10))``; ``classes`` is empty for regression."""
+    unknown = np.setdiff1d(np.unique(y), classes)[:10] if len(classes) else np.empty(0)
+    return X.shape[0], X.shape[1], [float(v) for v in unknown]
+
+
+def _test_sums(model, X, y):
+    """Run on a worker, on a block of the --test data: the sums of ``_metrics`` (O(1)
+    numbers): ``(rows, correct)`` for a classifier, ``(rows, squared errors, absolute
+    errors)`` for a regression model, from the model's own ``predict``."""
+    predicted = model.predict(X)
+    if model.kind == "regression":
+        r = predicted - y
+        return X.shape[0], float(np.dot(r, r)), float(np.sum(np.abs(r)))
+    return X.shape[0], int(np.count_nonzero(predicted == y))
+
+
+def _test_on_workers(args, task, client, note):
+    """``(path, where, n_parts)`` of ``--test`` to be read and scored on the Dask workers
+    (``nsopt.distributed.map_svmlight``, one byte range per worker), after a first pass on
+    them that checks its labels against training's and counts its features; None when it is
+    read here (synthetic data, multilabel data, a name not found)."""
+    from . import distributed
+
+    found = None if task.kind == "multilabel" else _file_for_workers(args.test)
+    if found is None:
+        return None
+    path, where, _ = found
+    workers = sorted(client.scheduler_info()["workers"])
+    parts = _default_parts(path, workers)
+    try:
+        facts = distributed.map_svmlight(str(path.resolve()),
+                                         functools.partial(_test_facts, task.classes),
+                                         client=client, n_shards=parts)
+    except (ValueError, OSError) as exc:
+        raise UsageError(f"--test {args.test}: {exc}") from None
+    if sum(rows for rows, _, _ in facts) == 0:
+        raise UsageError(f"{where} has no examples")
+    unknown = sorted(set().union(*(labels for _, _, labels in facts)))
+    if unknown:
+        raise UsageError(f"{where} has labels {unknown[:10]} not in the training labels "
+                         f"{task.classes.tolist()}")
+    width = max(columns for _, columns, _ in facts)
+    if width > task.n_features:
+        note(f"{where}: features {task.n_features + 1}..{width} do not occur in training "
+             "(weight 0)")
+    note(f"{where}: read and scored on the workers ({parts} part{'s' * (parts > 1)}); "
+         "--test DATA never read here")
+    return path, where, parts
+
+
+def _sharded_test_metrics(client, test, model):
+    """``_metrics`` of ``model`` on the --test data read on the workers: the parts' sums
+    (:func:`_test_sums`) added in the parts' order; no AUC."""
+    from . import distributed
+
+    path, _, parts = test
+    sums = distributed.map_svmlight(str(path.resolve()), functools.partial(_test_sums, model),
+                                    client=client, n_shards=parts)
+    m = sum(part[0] for part in sums)
+    if model.kind == "regression":
+        squares = absolute = 0.0
+        for _, sq, ab in sums:  # the parts' order: deterministic rounding
+            squares += sq
+            absolute += ab
+        return {"RMSE": math.sqrt(squares / m), "MAE": absolute / m}
+    return {"accuracy": sum(part[1] for part in sums) / m}
+
+
 def _sharded(args, problem, note):
     """``problem`` with its examples split over the Dask cluster of ``--dask`` (nsopt.distributed.shard)."""
     from .losses._base import ScalarLoss
@@ -1116,33 +1211,28 @@ def cmd_solve(args, out):
     note = _notes(args, out)
 
     on_workers = None
-    if args.dask is not None and (path := _file_for_workers(args)) is not None:
-        on_workers = _load_on_workers(args, path, note)
+    if args.dask is not None and (found := _workers_read_training(args)) is not None:
+        on_workers = _load_on_workers(args, found, note)
     if on_workers is not None:
         task, problem = on_workers
     else:
         t0 = time.perf_counter()
         task = _prepare(args, args.data)
         note(task.describe() + f" (read in {time.perf_counter() - t0:.2f} s)")
-    test = None
-    if args.test is not None:
-        Xt, yt, twhere = _load(args.test, multilabel=task.kind == "multilabel",
-                               n_labels=len(task.classes) if task.kind == "multilabel" else None,
-                               synthetic=(args.n_samples, args.seed))
-        if (yt.ndim == 2) != (task.kind == "multilabel"):
-            raise UsageError(f"{twhere} is {'' if yt.ndim == 2 else 'not '}multilabel, the "
-                             f"training data is {task.kind}")
-        _encode(task.kind, yt, task.classes, twhere)  # labels unknown to training: an error
-        if Xt.shape[1] > task.n_features:
-            note(f"{twhere}: features {task.n_features + 1}..{Xt.shape[1]} do not occur in "
-                 "training (weight 0)")
-        test = (Xt, yt)
-
     if on_workers is None:
         problem = _build_problem(args, task)
         if args.dask is not None:
             problem = _sharded(args, problem, note)
+    test = test_on_workers = None
     try:
+        if args.test is not None and args.dask is not None:
+            test_on_workers = _test_on_workers(args, task, problem.loss.client, note)
+        if args.test is not None and test_on_workers is None:
+            test = _read_test(args, task, note)
+        if args.dask is not None and task.kind == "binary" and (
+                on_workers is not None or test_on_workers is not None):
+            note("dask: no AUC for the data read on the workers (the AUC ranks every score "
+                 "together: they would all come to the driver); accuracy only")
         if args.method is None:
             from .minimize import default_method
             args.method = default_method(problem)
@@ -1150,13 +1240,51 @@ def cmd_solve(args, out):
         note(f"{solver.name}: {task.loss} + lam * {args.reg}, lam = {args.lam:g}, "
              f"rtol = {args.rtol:g}")
         res = _run_solver(solver, problem, _progress(args, out))
+        model = _model_of(task, res, args.lam, args.reg, _solve_options(args, task))
         if on_workers is not None:  # on the shards, before they go
             train = _sharded_metrics(problem.loss, task.kind, np.asarray(res.x).reshape(-1))
+        if test_on_workers is not None:
+            tested = _sharded_test_metrics(problem.loss.client, test_on_workers, model)
     finally:
         if args.dask is not None:
             problem.loss.close()
     if not args.quiet:
         print(file=out)
+    if on_workers is None:
+        # the model reads X without its bias column: the training data as it was read
+        train = _metrics(model, task.X[:, :task.n_features], task.y)
+    if test is not None:
+        tested = _metrics(model, *test)
+    extra, accuracy, test_accuracy = _metric_lines(train, "train"), train.get("accuracy"), None
+    if args.test is not None:
+        extra += _metric_lines(tested, "test")
+        test_accuracy = tested.get("accuracy")
+    print_certificate(res, out, rtol=args.rtol, accuracy=accuracy, test_accuracy=test_accuracy,
+                      extra=extra)
+    if args.model is not None:
+        save_model(args.model, model, res)
+        note(f"saved the model ({task.kind}, {task.loss}) and its certificate to {args.model}; "
+             f"predict with: nsopt predict {args.model} DATA")
+    return _exit_code(res)
+
+
+def _read_test(args, task, note):
+    """``(X, y)`` of ``--test`` read here, its labels checked against training's."""
+    Xt, yt, twhere = _load(args.test, multilabel=task.kind == "multilabel",
+                           n_labels=len(task.classes) if task.kind == "multilabel" else None,
+                           synthetic=(args.n_samples, args.seed))
+    if (yt.ndim == 2) != (task.kind == "multilabel"):
+        raise UsageError(f"{twhere} is {'' if yt.ndim == 2 else 'not '}multilabel, the "
+                         f"training data is {task.kind}")
+    _encode(task.kind, yt, task.classes, twhere)  # labels unknown to training: an error
+    if Xt.shape[1] > task.n_features:
+        note(f"{twhere}: features {task.n_features + 1}..{Xt.shape[1]} do not occur in "
+             "training (weight 0)")
+    return Xt, yt
+
+
+def _solve_options(args, task):
+    """The options ``nsopt solve`` saves with the model."""
     options = {
         "data": args.data, "loss": task.loss, "reg": args.reg, "lam": args.lam,
         "method": args.method, "rtol": args.rtol, "atol": args.atol, "max_iter": args.max_iter,
@@ -1167,22 +1295,7 @@ def cmd_solve(args, out):
         options["l1_ratio"] = args.l1_ratio
     if args.reg == "lp":
         options["p"] = args.p
-    model = _model_of(task, res, args.lam, args.reg, options)
-    if on_workers is None:
-        # the model reads X without its bias column: the training data as it was read
-        train = _metrics(model, task.X[:, :task.n_features], task.y)
-    extra, accuracy, test_accuracy = _metric_lines(train, "train"), train.get("accuracy"), None
-    if test is not None:
-        tested = _metrics(model, *test)
-        extra += _metric_lines(tested, "test")
-        test_accuracy = tested.get("accuracy")
-    print_certificate(res, out, rtol=args.rtol, accuracy=accuracy, test_accuracy=test_accuracy,
-                      extra=extra)
-    if args.model is not None:
-        save_model(args.model, model, res)
-        note(f"saved the model ({task.kind}, {task.loss}) and its certificate to {args.model}; "
-             f"predict with: nsopt predict {args.model} DATA")
-    return _exit_code(res)
+    return options
 
 
 # --- compare

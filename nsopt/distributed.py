@@ -93,7 +93,7 @@ from .oracle import LineFunction, Oracle, SumLine, _minimize_piecewise
 from .problem import RegularizedRisk
 
 __all__ = ["ShardedLoss", "ShardedLine", "ShardedDualPoint", "ShardError", "ShardsLost", "shard",
-           "load_svmlight", "from_builders", "from_dask", "local_client"]
+           "load_svmlight", "map_svmlight", "from_builders", "from_dask", "local_client"]
 
 
 class ShardError(ValueError):
@@ -202,10 +202,11 @@ def _check_shard(loss, index: int, source: str):
     return loss
 
 
-def _read_svmlight(path, index, n_features=None, span=None):
+def _read_svmlight(path, index, n_features=None, span=None, empty_ok=False):
     """``(X, y)`` of a file, or of the lines of the byte range ``span = (start, stop)`` of an
     uncompressed file (:class:`nsopt.io.LineRange`); bad input raises a ShardError naming
-    the shard, the file and the file's line number."""
+    the shard, the file and the file's line number; so does a range in which no line starts,
+    unless ``empty_ok``."""
     from .io import (CorruptFileError, LineRange, SvmlightFormatError,
                      load_svmlight as _load)
 
@@ -219,7 +220,7 @@ def _read_svmlight(path, index, n_features=None, span=None):
             except SvmlightFormatError as exc:  # the file's line number, not the range's
                 raise SvmlightFormatError(path, exc.lineno + lines.lines_before(),
                                           exc.problem) from None
-        if X.shape[0] == 0:
+        if X.shape[0] == 0 and not empty_ok:
             raise ShardError(f"shard {index} ({source}): no line starts in this byte range "
                              "(fewer lines than shards: use fewer shards)", index, source)
         return X, y
@@ -2371,6 +2372,66 @@ def _file_ranges(paths, sizes, n_shards):
         out.extend((path, span) for span in byte_ranges(size, r))
     return out
 
+
+def _map_part(path, index, n_features, span, fn):
+    """Run on a worker: ``fn(X, y)`` of one part (a file or a byte range of one)."""
+    X, y = _read_svmlight(path, index, n_features, span, empty_ok=True)
+    return fn(X, y)
+
+
+def map_svmlight(paths, fn: Callable, client=None, *, n_shards: int | None = None,
+                 n_features: int | None = None) -> list:
+    """``[fn(X_k, y_k) for every part k]`` of svmlight files, each part read, and ``fn``
+    run, on a worker; the answers in the files' order. For data used once, such as test
+    data scored by a fitted model (``nsopt solve --test DATA --dask``): nothing is kept on the
+    workers, and the driver receives only what ``fn`` answers (O(1) numbers per part for
+    metric sums), never the data.
+
+    Parameters
+    ----------
+    paths : str, os.PathLike or a sequence of them
+        As in :func:`load_svmlight`: every worker sees them at the same path.
+    fn : callable ``(X csr_matrix, y ndarray) -> answer``
+        Picklable (a module-level function or a ``functools.partial`` of one).
+    client : distributed.Client or str, optional
+        As in :func:`shard`.
+    n_shards : int, optional
+        Default: one part per file. Otherwise the files' byte ranges, as in
+        :func:`load_svmlight`; a range in which no line starts is a part of no rows (``fn``
+        gets an empty ``X``), not an error.
+    n_features : int, optional
+        Passed to the reader: every part then has this many columns (a part's default is its
+        own largest index).
+
+    Raises
+    ------
+    ShardError
+        A malformed line, naming the part, the file and the line number.
+    """
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    paths = [os.fspath(p) for p in paths]
+    if not paths:
+        raise ValueError("paths is empty: give at least one svmlight file")
+    if n_shards is not None and (isinstance(n_shards, bool)
+                                 or not isinstance(n_shards, (int, np.integer))
+                                 or n_shards < len(paths)):
+        raise ValueError(f"n_shards must be an integer of at least the number of files "
+                         f"({len(paths)}), got {n_shards!r}")
+    client, workers, owns = _client_and_workers(client)
+    try:
+        if n_shards is None:
+            parts = [(p, None) for p in paths]
+        else:
+            sizes = client.submit(_file_sizes, paths, pure=False).result()
+            parts = _file_ranges(paths, sizes, int(n_shards))
+        futures = [client.submit(_map_part, p, k, n_features, span, fn, pure=False,
+                                 workers=[workers[k % len(workers)]], allow_other_workers=True)
+                   for k, (p, span) in enumerate(parts)]
+        return _results(futures)
+    finally:
+        if owns:
+            client.close()
 
 def from_builders(builders: Sequence[Callable], reg=None, lam: float = 1e-4, client=None
                   ) -> RegularizedRisk:

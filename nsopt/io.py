@@ -47,6 +47,7 @@ __all__ = [
     "LineRange",
     "byte_ranges",
     "load_dataset",
+    "dataset_path",
     "find_data_dir",
     "KNOWN_DATASETS",
 ]
@@ -960,6 +961,27 @@ def load_dataset(name, data_dir=None):
         Without ``data_dir`` every one of those folders that exists is searched, not only the
         first.
     """
+    path, options = dataset_path(name, data_dir)
+    return load_svmlight(path, **options)
+
+
+def dataset_path(name, data_dir=None):
+    """Where the data set ``name`` is, without reading it: ``(path, options)``, the file
+    :func:`load_dataset` would read and the :func:`load_svmlight` options it would read it
+    with (``n_features``, ``multilabel``, ``n_labels``, ``query_id``; see
+    :data:`KNOWN_DATASETS`). For readers elsewhere (``nsopt solve NAME --dask`` has the
+    workers read the file). Looks where :func:`load_dataset` looks, and raises the same
+    FileNotFoundError.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> d = tempfile.mkdtemp()
+    >>> _ = open(os.path.join(d, "a9a.xz"), "wb").close()
+    >>> path, options = dataset_path("a9a", data_dir=d)
+    >>> path.name, options
+    ('a9a.xz', {'n_features': 123})
+    """
     name = os.fspath(name)
     base = name
     for suffix in _COMPRESSORS:
@@ -975,7 +997,7 @@ def load_dataset(name, data_dir=None):
         for candidate in [name] + [base + s for s in _COMPRESSORS] + [base]:
             path = directory / candidate
             if path.is_file():
-                return load_svmlight(path, **_known_options(base))
+                return path, _known_options(base)
         tried.append(f"{directory} ({what}{'' if directory.is_dir() else ', does not exist'})")
     if data_dir is not None:
         hint = f"Put {name} (or {base}.xz, .gz, .bz2) in {Path(data_dir)}"

@@ -6,18 +6,23 @@ import pytest
 
 distributed = pytest.importorskip("distributed")
 
+import dask  # noqa: E402
+
 import nsopt  # noqa: E402
 from nsopt.cli import load_model, main  # noqa: E402
 
 from test_cli_models import certificate, dump, error_of  # noqa: E402
+from test_distributed import TEST_CONFIG, preload_nsopt  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def address():
-    cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
-                                       dashboard_address=None)
-    yield cluster.scheduler_address
-    cluster.close()
+    preload_nsopt()  # workers forked from a server that imported nsopt once
+    with dask.config.set(TEST_CONFIG):
+        cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                                           dashboard_address=None)
+        yield cluster.scheduler_address
+        cluster.close()
 
 
 def _solve(argv, tmp_path, capsys, name):
@@ -168,3 +173,76 @@ def test_one_label_read_on_the_workers_is_a_usage_error(address, tmp_path, capsy
     code, err = error_of(["solve", dump(tmp_path / "one.svm", X, np.ones(20)), "--dask", address,
                           "--shards", "2"], capsys)
     assert code == 2 and "one.svm" in err and "a single label (1)" in err
+
+
+@pytest.mark.parametrize("loss", ["hinge", "least-absolute-deviation"])
+def test_a_data_set_name_and_the_test_data_are_read_only_on_the_workers(
+        address, tmp_path, capsys, monkeypatch, loss):
+    """DATA given by name (found in NSOPT_DATA: the driver looks the file up, the workers read
+    it) and --test DATA (a file with a feature training never saw) read and scored on the
+    workers, every driver-side reader patched to raise: the test metric printed (from the
+    parts' sums) is the one-machine command line's, at the same weights; the AUC is said to be
+    unavailable, once."""
+    from nsopt.cli import _metrics
+
+    X, y = nsopt.datasets.make_sparse_binary(400, 20, random_state=7)
+    Xt, yt = nsopt.datasets.make_sparse_binary(150, 22, random_state=8)  # 2 features more
+    if loss == "hinge":
+        y, yt, metric = np.where(y > 0, 2.0, 1.0), np.where(yt > 0, 2.0, 1.0), "test accuracy"
+    else:
+        w = np.linspace(-1.0, 1.0, 22)
+        y, yt, metric = X @ w[:20] + 0.1 * y, Xt @ w + 0.1 * yt, "test RMSE"
+    monkeypatch.setenv("NSOPT_DATA", str(tmp_path))
+    dump(tmp_path / "toy.svm", X, y)
+    test = dump(tmp_path / "toy-test.svm", Xt, yt)
+    argv = ["solve", "toy.svm", "--test", test, "--loss", loss, "--lam", "1e-2",
+            "--rtol", "1e-4", "--method", "bmrm"]
+    assert main(argv + ["--no-live"]) == 0
+    one = _lines(capsys.readouterr().out)
+    _refuse_driver_parsing(monkeypatch)
+    model = tmp_path / "many.npz"
+    assert main(argv + ["--dask", address, "--shards", "2", "--no-live", "--model",
+                        str(model)]) == 0
+    text = capsys.readouterr().out
+    many, model = _lines(text), load_model(model)
+    assert "DATA never read here" in text and "--test DATA never read here" in text
+    assert "features 21..22 do not occur in training" in text
+    assert text.count("no AUC") == (loss == "hinge")
+    assert many["status"] == "converged" == one["status"]
+    assert max(float(one["lower bound"]), float(many["lower bound"])) <= \
+        min(float(one["fun"]), float(many["fun"])) + 1e-12  # both brackets hold the optimum
+    monkeypatch.undo()  # the driver's own metrics at the sharded run's weights
+    name = metric.split()[1]
+    expected = _metrics(model, Xt, yt)[name]
+    assert many[metric] == (f"{100 * expected:.2f}%" if name == "accuracy"
+                            else f"{expected:.6g}")
+    assert "test AUC" not in many and "train AUC" not in many
+    if loss == "hinge":
+        assert "test AUC" in one
+
+
+def _lines(text):
+    """``{name: value}`` of the certificate's lines ``name  value`` (the value: the first
+    word after the name's words)."""
+    import re
+
+    out = {}
+    for line in text.splitlines():
+        found = re.match(r"\s*(status|fun|lower bound|(?:train|test) [A-Za-z ]+?)\s+(\S+)", line)
+        if found:
+            out.setdefault(found.group(1), found.group(2))
+    return out
+
+
+def test_bad_test_data_read_on_the_workers_is_a_usage_error(address, tmp_path, capsys):
+    """--test read on the workers is checked before the solve, as the driver checks it: a
+    label training never saw, a malformed line (named by file and line number)."""
+    X, y = nsopt.datasets.make_sparse_binary(60, 5, random_state=0)
+    train = dump(tmp_path / "train.svm", X, y)
+    unknown = dump(tmp_path / "unknown.svm", X[:9], np.where(np.arange(9) == 4, 3.0, y[:9]))
+    code, err = error_of(["solve", train, "--test", unknown, "--dask", address], capsys)
+    assert code == 2 and "unknown.svm has labels [3.0] not in the training labels" in err
+    bad = tmp_path / "bad.svm"
+    bad.write_text("1 1:1\n-1 2:1\n1 3:x\n-1 1:2\n")
+    code, err = error_of(["solve", train, "--test", str(bad), "--dask", address], capsys)
+    assert code == 2 and "bad.svm" in err and "line 3" in err

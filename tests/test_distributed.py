@@ -14,6 +14,8 @@ import pytest
 
 distributed = pytest.importorskip("distributed")
 
+import dask  # noqa: E402
+
 import nsopt  # noqa: E402
 import nsopt.distributed as nd  # noqa: E402
 
@@ -28,14 +30,47 @@ def wait_for_both_workers(client):
     client.wait_for_workers(2, timeout=RESPAWN_SECONDS)
 
 
+#: Dask settings of the test clusters.
+#: - ``comm.timeouts.connect``: after a kill, the call that failed asks every shard's actor for
+#:   a ping, and a call to the killed worker's address is retried on its refused connection
+#:   until this timeout (30 s by default; ``distributed.comm.core.connect``): each kill test
+#:   waited 30 s before the shard counted as lost. 5 s, as Dask's own cluster tests
+#:   (``distributed.utils_test.config_for_cluster_tests``). Read when a connection is made, so
+#:   it must be set while the test runs (the in-process scheduler relays the actors' calls).
+#: - ``multiprocessing-method``: a worker process (at the cluster's start, and the nanny's
+#:   restart after each kill) is forked from a server that has imported nsopt once
+#:   (:func:`preload_nsopt`) instead of a new interpreter importing numpy, numba and nsopt
+#:   (seconds each under load), as Dask's own test suite does for its own imports.
+TEST_CONFIG = {"distributed.comm.timeouts.connect": "5s",
+               "distributed.worker.multiprocessing-method": "forkserver"}
+
+
+def preload_nsopt():
+    """Have the fork server of the test clusters' workers import nsopt before it forks one.
+
+    Dask's :func:`distributed.utils.get_mp_context` sets the fork server's preload list once
+    (its own dependencies); nsopt's modules are added after it, before the server starts (a
+    server already running keeps its list)."""
+    import multiprocessing
+
+    from distributed.utils import get_mp_context
+
+    with dask.config.set(TEST_CONFIG):
+        get_mp_context()
+    multiprocessing.get_context("forkserver").set_forkserver_preload(
+        ["distributed", "numpy", "scipy.sparse", "numba", "nsopt", "nsopt.distributed"])
+
+
 @pytest.fixture(scope="module")
 def client():
-    cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
-                                       dashboard_address=None)
-    c = distributed.Client(cluster)
-    yield c
-    c.close()
-    cluster.close()
+    preload_nsopt()
+    with dask.config.set(TEST_CONFIG):
+        cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                                           dashboard_address=None)
+        c = distributed.Client(cluster)
+        yield c
+        c.close()
+        cluster.close()
 
 
 @pytest.fixture(scope="module")
@@ -475,27 +510,27 @@ def test_local_client_is_direct_quiet_and_survives_a_killed_worker(data):
     error) with Dask's periodic work quieted in the worker processes; a worker killed
     (SIGKILL) mid-run is rebuilt on that path too, to the same iterates and a checked
     certificate. The actor's timing method answers (wall, cpu) seconds."""
-    import dask
-
     J = _risk(nsopt.losses.Hinge, data)
     ref = nsopt.minimize(J, method="proximal-bundle", rtol=0.0, max_iter=15)
-    c = nd.local_client(2)
-    try:
-        assert c.direct_to_workers is True
-        quiet = c.run(lambda: dask.config.get("distributed.worker.profile.enabled"))
-        assert len(quiet) == 2 and not any(quiet.values())
-        Js = nd.shard(J, n_shards=4, client=c)
-        w = np.linspace(-1.0, 1.0, J.dim)
-        timed = Js.loss._map("timed", "value_and_subgradient", w)
-        assert len(timed) == 4 and all(0.0 <= s < 60.0 for pair in timed for s in pair)
+    preload_nsopt()
+    with dask.config.set(TEST_CONFIG):  # the driver's direct calls connect under it
+        c = nd.local_client(2)
+        try:
+            assert c.direct_to_workers is True
+            quiet = c.run(lambda: dask.config.get("distributed.worker.profile.enabled"))
+            assert len(quiet) == 2 and not any(quiet.values())
+            Js = nd.shard(J, n_shards=4, client=c)
+            w = np.linspace(-1.0, 1.0, J.dim)
+            timed = Js.loss._map("timed", "value_and_subgradient", w)
+            assert len(timed) == 4 and all(0.0 <= s < 60.0 for pair in timed for s in pair)
 
-        kill = kill_at_iteration(c, 4)
+            kill = kill_at_iteration(c, 4)
 
-        res = nsopt.minimize(Js, method="proximal-bundle", rtol=0.0, max_iter=15, callback=kill)
-        assert Js.loss.n_rebuilds >= 1
-        assert res.nit == ref.nit
-        assert _rel(res.x, ref.x) <= 1e-10
-        res.certificate.check(Js)
-    finally:
-        c.close()
-        c.cluster.close()
+            res = nsopt.minimize(Js, method="proximal-bundle", rtol=0.0, max_iter=15, callback=kill)
+            assert Js.loss.n_rebuilds >= 1
+            assert res.nit == ref.nit
+            assert _rel(res.x, ref.x) <= 1e-10
+            res.certificate.check(Js)
+        finally:
+            c.close()
+            c.cluster.close()
