@@ -1086,7 +1086,7 @@ def _load_on_workers(args, found, note):
     if kind == "binary":
         text += f"; label {classes[1]:g} -> +1, {classes[0]:g} -> -1"
     note(text + f"; read on the workers in {time.perf_counter() - t0:.2f} s")
-    note(f"dask: {loss.n_shards} shards on {len(workers)} workers "
+    note(f"dask: {_count(loss.n_shards, 'shard')} on {_count(len(workers), 'worker')} "
          f"({'a local cluster' if args.dask == 'local' else args.dask}); DATA never read here")
     return task, problem
 
@@ -1197,9 +1197,14 @@ def _sharded(args, problem, note):
         raise UsageError(f"--dask {args.dask} --shards {args.shards}: {exc}") from None
     loss = sharded.loss
     n_workers = len(loss.client.scheduler_info()["workers"])
-    note(f"dask: {loss.n_shards} shards on {n_workers} workers "
+    note(f"dask: {_count(loss.n_shards, 'shard')} on {_count(n_workers, 'worker')} "
          f"({'a local cluster' if client is None else client})")
     return sharded
+
+
+def _count(n: int, noun: str) -> str:
+    """``"1 shard"``, ``"2 shards"``."""
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def cmd_solve(args, out):

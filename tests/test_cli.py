@@ -343,3 +343,10 @@ def test_loss_names_come_from_the_registry(tiny, capsys, spelling):
     assert {"hinge", "squared-hinge", "logistic"} <= set(_binary_losses())
     assert main(["solve", str(tiny[0]), "--loss", spelling, "--lam", "0.1", "--quiet"]) == 0
     assert certificate_values(capsys.readouterr().out)["status"] == "converged"
+
+
+def test_counts_are_singular_for_one():
+    from nsopt.cli import _count
+
+    assert (_count(1, "shard"), _count(3, "worker"), _count(0, "shard")) == (
+        "1 shard", "3 workers", "0 shards")
