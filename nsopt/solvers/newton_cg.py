@@ -57,6 +57,9 @@ _EXPAND_FIT, _MAX_BETA = 1.1, 64.0
 #: rounds of the model's dual point that pin the rows it sends below 0 (squared hinge, dense
 #: model; :meth:`NewtonCG._pinned_rounds`)
 _PIN_ROUNDS = 2
+#: the model's dual point is computed when the Newton decrement is at most this many times
+#: the gap to prove (:meth:`NewtonCG._step`)
+_MODEL_GATE = 10.0
 
 
 @register
@@ -386,7 +389,12 @@ class NewtonCG(Solver):
                     expansions += 1
         counts = dict(n_steps=s.n_steps + 1, cg_iterations=s.cg_iterations + iters,
                       halvings=s.halvings + halvings, expansions=s.expansions + expansions)
-        model = self._model_dual(problem, data, s, q) if self.model_dual else None
+        # the model's dual point only where it can prove the gap soon: the Newton decrement
+        # -g^T d / 2 (the model's predicted decrease, about F - F* near the optimum) within
+        # _MODEL_GATE times the gap the run must prove
+        target = max(self.atol, self.rtol * abs(s.fun))
+        near = -0.5 * slope <= _MODEL_GATE * target
+        model = self._model_dual(problem, data, s, q) if self.model_dual and near else None
         prev = s.evidence
         if not accepted:                      # no descent: exact scores, try again
             fails = s.fails + 1
@@ -402,7 +410,7 @@ class NewtonCG(Solver):
             s = self._at(problem, data, w_new, z_try, s, terms=(loss, conj, t, D))
         if model is not None and model[0] > s.lower_bound:
             s = s._replace(lower_bound=model[0], evidence=model[1], model_duals=s.model_duals + 1)
-        if self.model_dual and data.kind == K.SQUARED_HINGE:
+        if model is not None and data.kind == K.SQUARED_HINGE:
             s = self._combine(problem, data, s, prev, model)
         return s._replace(**counts, fails=0)
 
@@ -462,7 +470,8 @@ class NewtonCG(Solver):
             conj = own_scaled_conjugate(problem.reg, a, lam)
         bound = b - conj
         if math.isfinite(bound) and bound > s.lower_bound:
-            return s._replace(lower_bound=bound, evidence=DualPoint(t, plane=(a, b)))
+            return s._replace(lower_bound=bound, evidence=DualPoint(t, plane=(a, b)),
+                              model_duals=s.model_duals + (s.evidence is not model[1]))
         return s
 
     def _model_dual(self, problem, data, s, q):
