@@ -117,7 +117,16 @@ class NewtonCG(Solver):
        squared hinge, :math:`t` is first scaled by the best :math:`s \ge 0` (the dual value is a
        concave quadratic in :math:`s`: closed form). It is the
        :class:`~nsopt.certificate.DualPoint` that :meth:`~nsopt.Certificate.check` recomputes;
-       at the optimum :math:`w^* = -a/\lambda` and the gap is 0.
+       at the optimum :math:`w^* = -a/\lambda` and the gap is 0. That point lags the
+       iterate (its gap is about :math:`\|\nabla F\|^2/(2\lambda)`), so once the Newton
+       decrement :math:`-g^Td/2` is within 10 times the gap to prove, the **model's dual
+       point** is tried too (``model_dual``, :meth:`_model_dual`): the linearised
+       :math:`t - y\circ(D/c)\circ Xd`, whose slope matches the predicted iterate
+       :math:`w + d` (squared hinge, dense model: the rows it sends below 0 pinned and the
+       model solved again, at most 2 rounds), clipped to the box and valued exactly (one
+       pass); for the squared hinge the best point of the cone of the step's dual points
+       (the iterate's, the model's, the last kept) follows (:meth:`_combine`, no pass). The
+       best bound is kept.
 
     The run stops on the proven gap (``rtol``, ``atol``), like every method. Newton's steps
     converge fast where dual coordinate descent's epochs grow with :math:`1/\lambda`, so
@@ -132,6 +141,9 @@ class NewtonCG(Solver):
         Relative residual at which conjugate gradient stops (``model="cg"``).
     max_cg : int, default 500
         Conjugate-gradient iterations per Newton step at most.
+    model_dual : bool, default True
+        Also certify with the Newton model's dual point near the end (above); False keeps
+        the iterate's own dual point only (the iterates are the same).
     **common
         ``rtol, atol, max_iter, max_time, verbose`` (see :func:`nsopt.minimize`); one
         iteration is one Newton step.
@@ -160,7 +172,8 @@ class NewtonCG(Solver):
     ``Result.info``: ``cg_iterations`` (over all iterations; 0 with ``"gram"``),
     ``line_search_halvings``, ``line_search_expansions`` (doublings past the full step),
     ``model`` (``"gram"`` or ``"cg"``), ``hessian_updates`` (Hessians updated from the
-    changed rows instead of built).
+    changed rows instead of built), ``model_duals`` (steps whose bound came from the
+    model's dual point or the cone's combination).
 
     References
     ----------
