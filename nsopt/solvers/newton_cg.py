@@ -123,12 +123,12 @@ class NewtonCG(Solver):
        iterate (its gap is about :math:`\|\nabla F\|^2/(2\lambda)`), so once the Newton
        decrement :math:`-g^Td/2` is within 10 times (logistic; squared hinge: 1 time) the
        gap to prove, the **model's dual point** is tried too (``model_dual``,
-       :meth:`_model_dual`): the linearised :math:`t - y\circ(D/c)\circ Xd`, whose slope matches the predicted iterate
-       :math:`w + d` (squared hinge, dense model: the rows it sends below 0 pinned and the
-       model solved again, at most 2 rounds), clipped to the box and valued exactly (one
-       pass); for the squared hinge the best point of the cone of the step's dual points
-       (the iterate's, the model's, the last kept) follows (:meth:`_combine`, no pass). The
-       best bound is kept.
+       :meth:`_model_dual`): the linearised :math:`t - y\circ(D/c)\circ Xd`, whose slope
+       matches the predicted iterate :math:`w + d` (squared hinge, dense model: the rows it
+       sends below 0 pinned and the model solved again, at most 2 rounds), clipped to the
+       box and valued exactly (one pass); for the squared hinge the best point of the cone
+       of the step's dual points (the iterate's, the model's, the last kept) follows
+       (:meth:`_combine`, no pass). The best bound is kept.
 
     The run stops on the proven gap (``rtol``, ``atol``), like every method. Newton's steps
     converge fast where dual coordinate descent's epochs grow with :math:`1/\lambda`, so
