@@ -19,7 +19,7 @@ import scipy.sparse as sp
 from scipy.linalg import lapack
 
 from .._threads import _one_blas_thread
-from .._validation import Interval, Option, Options
+from .._validation import Boolean, Interval, Option, Options
 from ..certificate import DualPoint
 from ..regularizers import own_scaled_conjugate
 from . import _newton_cd_kernels as K
@@ -54,6 +54,14 @@ _MAX_FAILS = 3
 #: logistic loss far from the optimum), the steps 2, 4, ... (at most _MAX_BETA) are tried
 #: while F keeps decreasing
 _EXPAND_FIT, _MAX_BETA = 1.1, 64.0
+#: rounds of the model's dual point that pin the rows it sends below 0 (squared hinge, dense
+#: model; :meth:`NewtonCG._pinned_rounds`)
+_PIN_ROUNDS = 2
+#: the model's dual point is computed when the Newton decrement is at most this many times
+#: the gap to prove (:meth:`NewtonCG._step`), per loss kind: logistic (one pass, saves steps
+#: at 10x), squared hinge (the pinned rounds cost about a late step: at 10x they fired
+#: too early and cost 1.1-1.5x the CPU time on mushrooms)
+_MODEL_GATE = {K.LOGISTIC: 10.0, K.SQUARED_HINGE: 1.0}
 
 
 @register
@@ -111,7 +119,16 @@ class NewtonCG(Solver):
        squared hinge, :math:`t` is first scaled by the best :math:`s \ge 0` (the dual value is a
        concave quadratic in :math:`s`: closed form). It is the
        :class:`~nsopt.certificate.DualPoint` that :meth:`~nsopt.Certificate.check` recomputes;
-       at the optimum :math:`w^* = -a/\lambda` and the gap is 0.
+       at the optimum :math:`w^* = -a/\lambda` and the gap is 0. That point lags the
+       iterate (its gap is about :math:`\|\nabla F\|^2/(2\lambda)`), so once the Newton
+       decrement :math:`-g^Td/2` is within 10 times (logistic; squared hinge: 1 time) the
+       gap to prove, the **model's dual point** is tried too (``model_dual``,
+       :meth:`_model_dual`): the linearised :math:`t - y\circ(D/c)\circ Xd`, whose slope
+       matches the predicted iterate :math:`w + d` (squared hinge, dense model: the rows it
+       sends below 0 pinned and the model solved again, at most 2 rounds), clipped to the
+       box and valued exactly (one pass); for the squared hinge the best point of the cone
+       of the step's dual points (the iterate's, the model's, the last kept) follows
+       (:meth:`_combine`, no pass). The best bound is kept.
 
     The run stops on the proven gap (``rtol``, ``atol``), like every method. Newton's steps
     converge fast where dual coordinate descent's epochs grow with :math:`1/\lambda`, so
@@ -126,6 +143,9 @@ class NewtonCG(Solver):
         Relative residual at which conjugate gradient stops (``model="cg"``).
     max_cg : int, default 500
         Conjugate-gradient iterations per Newton step at most.
+    model_dual : bool, default True
+        Also certify with the Newton model's dual point near the end (above); False keeps
+        the iterate's own dual point only (the iterates are the same).
     **common
         ``rtol, atol, max_iter, max_time, verbose`` (see :func:`nsopt.minimize`); one
         iteration is one Newton step.
@@ -154,7 +174,8 @@ class NewtonCG(Solver):
     ``Result.info``: ``cg_iterations`` (over all iterations; 0 with ``"gram"``),
     ``line_search_halvings``, ``line_search_expansions`` (doublings past the full step),
     ``model`` (``"gram"`` or ``"cg"``), ``hessian_updates`` (Hessians updated from the
-    changed rows instead of built).
+    changed rows instead of built), ``model_duals`` (steps whose bound came from the
+    model's dual point or the cone's combination).
 
     References
     ----------
@@ -189,6 +210,9 @@ class NewtonCG(Solver):
                          doc="relative residual ||Hd + g|| / ||g|| at which CG stops"),
         "max_cg": Option(500, Interval(Integral, 1, None, closed="left"),
                          doc="conjugate-gradient iterations per Newton step at most"),
+        "model_dual": Option(True, Boolean(),
+                             doc="also certify with the Newton model's dual point (one more "
+                                 "pass a step)"),
     }
 
     @classmethod
@@ -213,6 +237,7 @@ class NewtonCG(Solver):
         w: np.ndarray              # the iterate (coefficients, then the intercept)
         z: np.ndarray              # its scores Xw (+ b)
         D: np.ndarray              # Hessian weights c l''(z)
+        t: np.ndarray              # the loss's dual point -y l'(z) at z (unscaled)
         grad: np.ndarray           # gradient of F at w (intercept last)
         hdiag: np.ndarray          # diagonal of the Hessian of F
         fun: float                 # F(w), by the kernels
@@ -234,6 +259,7 @@ class NewtonCG(Solver):
         hess_updates: int          # updates since it was last built from scratch
         updates: int               # updates over the run
         expansions: int            # line-search doublings past the full step
+        model_duals: int           # steps whose bound came from the model's dual point
 
     # ------------------------------------------------------------------------------------
     def init(self, problem, x0):
@@ -289,7 +315,7 @@ class NewtonCG(Solver):
         lower, evidence = self._bound(problem, data, t, cyt, grad, conj)
         grad = grad + lam * wp           # a new array: the evidence keeps the loss's slope
         hdiag += lam * data.pen
-        fields = dict(w=w, z=z, D=D, grad=grad, hdiag=hdiag, fun=fun, lower_bound=lower,
+        fields = dict(w=w, z=z, D=D, t=t, grad=grad, hdiag=hdiag, fun=fun, lower_bound=lower,
                       evidence=evidence, w_best=w, fun_best=fun)
         if not data.own_value:    # a loss that overrides its oracle: valued by the oracle
             fields.update(w_best=None, fun_best=math.inf)
@@ -300,7 +326,7 @@ class NewtonCG(Solver):
                               stationary=False, subgradient_norm=math.nan,
                               linearization_error=math.nan, data=data, dense=dense,
                               hess=None, hess_D=None, hess_updates=0, updates=0,
-                              expansions=0)
+                              expansions=0, model_duals=0)
         return s._replace(**fields)
 
     @staticmethod
@@ -378,6 +404,13 @@ class NewtonCG(Solver):
                     expansions += 1
         counts = dict(n_steps=s.n_steps + 1, cg_iterations=s.cg_iterations + iters,
                       halvings=s.halvings + halvings, expansions=s.expansions + expansions)
+        # the model's dual point only where it can prove the gap soon: the Newton decrement
+        # -g^T d / 2 (the model's predicted decrease, about F - F* near the optimum) within
+        # _MODEL_GATE times the gap the run must prove
+        target = max(self.atol, self.rtol * abs(s.fun))
+        near = -0.5 * slope <= _MODEL_GATE.get(data.kind, 1.0) * target
+        model = self._model_dual(problem, data, s, q) if self.model_dual and near else None
+        prev = s.evidence
         if not accepted:                      # no descent: exact scores, try again
             fails = s.fails + 1
             z = self._scores(data, s.dense, w)
@@ -390,7 +423,150 @@ class NewtonCG(Solver):
             s = self._at(problem, data, w_new, self._scores(data, s.dense, w_new), s)
         else:   # the accepted trial's scores and terms
             s = self._at(problem, data, w_new, z_try, s, terms=(loss, conj, t, D))
+        if model is not None and model[0] > s.lower_bound:
+            s = s._replace(lower_bound=model[0], evidence=model[1], model_duals=s.model_duals + 1)
+        if model is not None and data.kind == K.SQUARED_HINGE:
+            s = self._combine(problem, data, s, prev, model)
         return s._replace(**counts, fails=0)
+
+    @staticmethod
+    def _combine(problem, data, s, prev, model):
+        r"""The best dual point in the cone of the step's dual points (squared hinge): the
+        new iterate's, the model's (:meth:`_model_dual`) and the previous step's best,
+        :math:`t = \sum_k x_k t_k`, :math:`x \ge 0` (feasible: :math:`t \ge 0`, and the
+        intercept's equality is linear). The dual value is a concave quadratic in :math:`x`,
+        :math:`\sum_k x_k \langle c, t_k\rangle - \tfrac12 x^T Q x`, :math:`Q_{kl} = \langle
+        c\circ t_k, t_l\rangle + \langle a_k, a_l\rangle/\lambda` (the slopes :math:`a_k` are
+        kept: no data pass), maximised exactly over the orthant (every face of at most three
+        points solved). Generalises the best scaling (one point). The combined point is
+        valued exactly by its conjugate sum and the regularizer's conjugate, and kept when
+        better. Cost: O(m) per pair."""
+        points = [e for e in (s.evidence, None if model is None else model[1], prev)
+                  if e is not None]
+        # distinct points only (the kept evidence may be one of the others)
+        uniq = []
+        for e in points:
+            if all(e is not u for u in uniq):
+                uniq.append(e)
+        if len(uniq) < 2:
+            return s
+        lam, c = problem.lam, data.c
+        T = [e.t for e in uniq]
+        A = [e.plane[0] for e in uniq]
+        k = len(uniq)
+        lin = np.array([float(c @ t) for t in T])
+        Q = np.empty((k, k))
+        for i in range(k):
+            ct = c * T[i]
+            for j in range(i, k):
+                Q[i, j] = Q[j, i] = float(ct @ T[j]) + float(A[i] @ A[j]) / lam
+        best, best_x = -math.inf, None
+        for mask in range(1, 1 << k):
+            S = [i for i in range(k) if mask >> i & 1]
+            try:
+                xs = np.linalg.solve(Q[np.ix_(S, S)], lin[S])
+            except np.linalg.LinAlgError:
+                continue
+            if not np.all(xs >= 0) or not np.all(np.isfinite(xs)):
+                continue
+            x = np.zeros(k)
+            x[S] = xs
+            val = float(lin @ x) - 0.5 * float(x @ Q @ x)
+            if val > best:
+                best, best_x = val, x
+        if best_x is None:
+            return s
+        t = sum(xi * ti for xi, ti in zip(best_x, T) if xi != 0.0)
+        a = sum(xi * ai for xi, ai in zip(best_x, A) if xi != 0.0)
+        if np.isscalar(t):
+            return s
+        b = -float(K.conjugate_sum(data.kind, 1.0, t, c))
+        with np.errstate(over="ignore", invalid="ignore"):
+            conj = own_scaled_conjugate(problem.reg, a, lam)
+        bound = b - conj
+        if math.isfinite(bound) and bound > s.lower_bound:
+            return s._replace(lower_bound=bound, evidence=DualPoint(t, plane=(a, b)),
+                              model_duals=s.model_duals + (s.evidence is not model[1]))
+        return s
+
+    def _model_dual(self, problem, data, s, q):
+        r"""The dual point of the Newton model's minimiser, with its exact bound:
+        ``(bound, DualPoint)`` (``-inf, None`` when rounding leaves it infeasible).
+
+        The model at :math:`w` (scores :math:`z`, dual point :math:`t_i = -y_i l'(z_i)`) is
+        :math:`\min_d g^Td + \tfrac12 d^T(\lambda P + X^T D X)d`; at the full step
+        :math:`d` (``q`` :math:`= Xd`) the linearised dual point is :math:`\tilde t = t -
+        y\circ(D/c)\circ q` (:math:`dt_i/dz_i = -y_i l''(z_i)`), whose loss slope is
+        :math:`a = -X^T(c\circ y\circ\tilde t) = \nabla L + X^TDXd`: when :math:`d` solves the
+        model exactly, :math:`a = -\lambda(w + d)`, the L2 conjugate's matching point for
+        the predicted iterate (the model's gap is 0). So :math:`\tilde t` follows the
+        iterate the model predicts, while :math:`t(w + \beta d)` only certifies near the
+        optimum (its gap is about :math:`\|\nabla F\|^2/(2\lambda)`). Clipped to the dual's
+        box (:math:`t \ge 0`; logistic :math:`t \le 1`), its slope recomputed by one pass
+        :math:`X^T(c\circ y\circ\tilde t)` and valued by :meth:`_bound` (intercept equality,
+        the squared hinge's best scaling): exact whatever the model's accuracy, the value
+        :meth:`~nsopt.Certificate.check` recomputes. Kept when better than the new
+        iterate's own (as newton-cd's :meth:`~nsopt.solvers.NewtonCD._model_dual`)."""
+        c, y, m = data.c, data.y, data.y.size
+        curv = np.divide(s.D, c, out=np.zeros(m), where=c > 0)
+        upper = 1.0 if data.kind == K.LOGISTIC else math.inf
+        t = s.t - y * curv * q
+        if data.gram and s.hess is not None and data.kind == K.SQUARED_HINGE:
+            t = self._pinned_rounds(problem, data, s, t, curv)
+        t = np.clip(t, 0.0, upper)
+        cyt = c * y * t
+        grad = self._loss_slope(data, s.dense, cyt)
+        conj = K.conjugate_sum(data.kind, 1.0, t, c)
+        return self._bound(problem, data, t, cyt, grad, conj)
+
+    def _pinned_rounds(self, problem, data, s, t, curv):
+        r"""Squared hinge, dense model: the rows the model's dual point sends below 0 are
+        pinned at 0 (their loss taken out of the model, :math:`H \mathrel{-}= X_S^T
+        \mathrm{diag}(D_S) X_S`) and the model solved again, ``_PIN_ROUNDS`` times at most:
+        the pinned model's dual point keeps :math:`a = -\lambda(w + d)` with :math:`t_S = 0`,
+        where clipping alone breaks it. Each round touches the newly pinned rows only for
+        the Gram update :math:`X_S^T\mathrm{diag}(D_S)X_S` and the slope's change
+        :math:`X_S^T(c\circ y\circ t)_S` (the gradient without them), then a Cholesky solve
+        and one pass for :math:`Xd`. Returns the last linearised point (not clipped)."""
+        lam, c, y = problem.lam, data.c, data.y
+        pinned = np.zeros(t.size, dtype=bool)
+        H, g = s.hess, s.grad
+        rows = None
+        for _ in range(_PIN_ROUNDS):
+            new = np.flatnonzero((t < 0) & ~pinned & (s.D > 0))
+            if not new.size:
+                break
+            pinned[new] = True
+            if s.dense is not None:
+                XS = s.dense[new]
+            else:
+                if rows is None:
+                    rows = sp.csr_matrix((data.rows[2], data.rows[1], data.rows[0]),
+                                         shape=(t.size, data.d))
+                XS = rows[new].toarray()
+                if data.has_b:
+                    XS = np.hstack([XS, np.ones((new.size, 1))])
+            B = XS * np.sqrt(s.D[new])[:, None]
+            H = H - B.T @ B
+            g = g + XS.T @ (c[new] * y[new] * s.t[new])
+            d = self._dense_direction(data, s._replace(grad=g), H, lam)
+            q = self._scores(data, s.dense, d)
+            t = np.where(pinned, 0.0, s.t - y * curv * q)
+        return t
+
+    @staticmethod
+    def _loss_slope(data, dense, cyt):
+        r"""The loss's slope :math:`-X^T(c\circ y\circ t)` (intercept last): one pass."""
+        if dense is not None:
+            return -(cyt @ dense)
+        n = data.d + int(data.has_b)
+        grad = np.empty(n)
+        if data.gram:
+            row_gradient(*data.rows, cyt, data.has_b, grad)
+        else:
+            K.grad_hess(data.indptr, data.indices, data.values, cyt, np.zeros(cyt.size),
+                        data.has_b, 0.0, grad, np.empty(n))
+        return grad
 
     @staticmethod
     def _loss_hessian(data, s):
@@ -479,7 +655,7 @@ class NewtonCG(Solver):
     def info(self, s):
         return {"cg_iterations": s.cg_iterations, "line_search_halvings": s.halvings,
                 "model": "gram" if s.data.gram else "cg", "hessian_updates": s.updates,
-                "line_search_expansions": s.expansions}
+                "line_search_expansions": s.expansions, "model_duals": s.model_duals}
 
 
 def _row_gram(data, D):
