@@ -64,6 +64,20 @@ def dot(a, b, start=0.0):
     return s
 
 
+_POOL = None
+
+
+def _thread_pool():
+    """The threads of :meth:`DataMatrix.fused` (made on first use; the kernels release the
+    GIL)."""
+    global _POOL
+    if _POOL is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _POOL = ThreadPoolExecutor(max(2, get_num_threads()), thread_name_prefix="nsopt-fused")
+    return _POOL
+
+
 class DataMatrix:
     """The data ``X`` with the two passes every loss needs: ``X @ w`` and ``X.T @ g``.
 
@@ -106,36 +120,42 @@ class DataMatrix:
         _compressed_matvec(X.indptr, X.indices, X.data, g, out)
         return out
 
-    def fused(self, kernels, w, y, c, g, params=(), start=0.0):
+    def fused(self, kernel, w, y, c, g, params=(), start=0.0):
         r"""The value and subgradient of an element-wise loss in one read of the CSR rows:
         ``(r, a)`` with :math:`r = \mathrm{start} + \sum_i c_i l(z_i, y_i)`, :math:`a =
         X^T g`, :math:`g_i = c_i l'(z_i, y_i)` (the default subgradient, written to ``g``),
-        :math:`z = Xw`. ``kernels``: the loss's pair of :data:`FUSED_KERNELS`. Sparse data only.
+        :math:`z = Xw`. ``kernel``: the loss's entry of :data:`FUSED_KERNELS`. Sparse data only.
 
-        Below ``PARALLEL_MIN_NNZ`` the serial kernel: bitwise the two passes (scipy's
-        ``X @ w``, the grad kernel, scipy's ``g @ X``, which add in the same order). Above,
-        one block of rows per thread (balanced by nonzeros), each scattering into its own
-        d-vector; the blocks' sums are added in block order, so the result is deterministic
-        for a given thread count, and equals the serial sums to rounding only."""
-        serial, threaded = kernels
+        Below ``PARALLEL_MIN_NNZ`` one call: bitwise the two passes (scipy's ``X @ w``, the
+        grad kernel, scipy's ``g @ X``: the same operations in the same order). Above, one
+        block of rows per thread (numba's thread count; blocks balanced by nonzeros), each
+        block scattering into its own d-vector; the blocks' sums and vectors are added in
+        block order, so the answer is deterministic for a given thread count, and equal to
+        the serial one to rounding only (not bitwise; neither is the threaded ``rdot``'s
+        reduction order the same)."""
         X = self.csr
         w = np.ascontiguousarray(w, dtype=np.float64)
-        if not self.parallel or get_num_threads() < 2:
+        n = get_num_threads() if self.parallel else 1
+        if n < 2:
             a = np.zeros(self.shape[1])
-            r = serial(X.indptr, X.indices, X.data, w, y, c, g, a, *params, float(start))
+            r = kernel(X.indptr, X.indices, X.data, w, y, c, g, a, *params, float(start))
             return float(r), a
-        bounds = self._row_blocks(get_num_threads())
-        n = bounds.size - 1
+        bounds = self._row_blocks(n)
         parts = np.zeros((n, self.shape[1]))
-        sums = np.empty(n)
-        threaded(X.indptr, X.indices, X.data, w, y, c, g, bounds, parts, sums, *params)
+
+        def block(t):
+            s, e = bounds[t], bounds[t + 1]
+            return kernel(X.indptr[s:e + 1], X.indices, X.data, w, y[s:e], c[s:e], g[s:e],
+                          parts[t], *params, 0.0)
+
+        sums = list(_thread_pool().map(block, range(n)))
         r = float(start)
         for t in range(n):  # block order: deterministic
             r += sums[t]
         a = parts[0]
         for t in range(1, n):
             a += parts[t]
-        return r, a
+        return float(r), a
 
     def _row_blocks(self, n: int) -> np.ndarray:
         """``n + 1`` row bounds splitting the nonzeros into ``n`` near-equal blocks (kept)."""
@@ -209,47 +229,26 @@ def {name}_fused(indptr, indices, data, w, y, c, g, a{params}, start=0.0):
                 a[np.uintp(indices[k])] += data[k] * gi
     return r
 
-
-def {name}_fused_threads(indptr, indices, data, w, y, c, g, bounds, parts, sums{params}):
-    one = np.uintp(1)
-    for t in prange(bounds.shape[0] - 1):
-        r = 0.0
-        for i in range(np.uintp(bounds[t]), np.uintp(bounds[t + 1])):
-            lo = np.uintp(indptr[i])
-            hi = np.uintp(indptr[i + one])
-            z = 0.0
-            for k in range(lo, hi):
-                z += data[k] * w[np.uintp(indices[k])]
-            li, di = {name}(z, y[i], 0.0{params})
-            r += c[i] * li
-            gi = c[i] * di
-            g[i] = gi
-            if gi != 0.0:
-                for k in range(lo, hi):
-                    parts[t, np.uintp(indices[k])] += data[k] * gi
-        sums[t] = r
 """
 
 
 def fused_kernels(name: str, *params: str):
-    r"""``(serial, threaded)``: the oracle call of the element-wise loss ``name`` on CSR
-    data in one read of the rows, compiled from one template (as :func:`elementwise`):
-
-    ``serial(indptr, indices, data, w, y, c, g, a, *params, start=0.0) -> r``
-        for each row i in order: :math:`z_i = \langle x_i, w\rangle`, :math:`r \mathrel{+}=
-        c_i l(z_i, y_i)`, :math:`g_i = c_i l'(z_i, y_i)` (default subgradient, side 0),
-        :math:`a \mathrel{+}= g_i x_i`; ``a`` must be zeros on entry.
-    ``threaded(indptr, indices, data, w, y, c, g, bounds, parts, sums, *params)``
-        the same over the row blocks ``bounds[t]:bounds[t + 1]`` in parallel, block t
-        scattering into ``parts[t]`` (zeros on entry) and its sum into ``sums[t]``.
+    r"""``fused(indptr, indices, data, w, y, c, g, a, *params, start=0.0) -> r``: the oracle
+    call of the element-wise loss ``name`` on CSR data in one read of the rows, compiled from
+    one template (as :func:`elementwise`): for each row i in order :math:`z_i = \langle x_i,
+    w\rangle`, :math:`r \mathrel{+}= c_i l(z_i, y_i)`, :math:`g_i = c_i l'(z_i, y_i)` (the
+    default subgradient, side 0, as the grad kernel's), :math:`a \mathrel{+}= g_i x_i`; ``a``
+    must be zeros on entry. ``indptr`` may be a slice of rows (its offsets index the whole
+    ``indices`` and ``data``) with ``y``, ``c``, ``g`` the same rows' slices: the threaded
+    call runs one block of rows per thread through it (``nogil``), so no parallel kernel is
+    compiled per loss (about 10 s each under load).
 
     Used by :meth:`DataMatrix.fused`; registered in :data:`FUSED_KERNELS` under the loss's
     grad kernel."""
     extra = "".join(", " + p for p in params)
-    namespace = {"__name__": __name__, name: globals()[name], "np": np, "prange": prange}
+    namespace = {"__name__": __name__, name: globals()[name], "np": np}
     exec(compile(_FUSED_SOURCE.format(name=name, params=extra), __file__, "exec"), namespace)
-    return (njit(cache=True)(namespace[name + "_fused"]),
-            njit(cache=True, parallel=True)(namespace[name + "_fused_threads"]))
+    return njit(cache=True, nogil=True)(namespace[name + "_fused"])
 
 
 def elementwise(name: str, *params: str):
@@ -277,8 +276,8 @@ def elementwise(name: str, *params: str):
 #: the kernels :func:`elementwise` compiled: they take ``start`` (a loss class with kernels
 #: of its own may not)
 CONTINUABLE_KERNELS: set = set()
-#: grad kernel -> ``(serial, threaded)`` of :func:`fused_kernels`: the oracle call in one read
-#: of the CSR rows, for every loss of :func:`elementwise`
+#: grad kernel -> the kernel of :func:`fused_kernels`: the oracle call in one read of the CSR
+#: rows, for every loss of :func:`elementwise`
 FUSED_KERNELS: dict = {}
 
 
