@@ -74,7 +74,10 @@ def _thread_pool():
     if _POOL is None:
         from concurrent.futures import ThreadPoolExecutor
 
-        _POOL = ThreadPoolExecutor(max(2, get_num_threads()), thread_name_prefix="nsopt-fused")
+        from numba import config  # numba's largest thread count, not the current setting
+
+        _POOL = ThreadPoolExecutor(max(2, config.NUMBA_NUM_THREADS),
+                                   thread_name_prefix="nsopt-fused")
     return _POOL
 
 
