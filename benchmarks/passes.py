@@ -6,7 +6,10 @@ recomputing the scores (``reuse_scores=False``: the plain path, three ``X w`` an
 and BMRM. Each row prints seconds, iterations, the time of an iteration in raw passes (one
 raw pass = scipy's ``X @ w`` plus ``X.T @ g``, timed in the same run), the data passes the
 run counted (``X w`` and ``X^T g`` halves, from a counting wrapper on the loss's data; each
-half counts 1/2), and the master problem's share of the time. OCAS keeps ``X w_b`` and
+half counts 1/2; the fused oracle call, both halves in one read of the rows, counts 1), and
+the master problem's share of the time. The header also gives one oracle call (the fused
+read, ``DataMatrix.fused``) and the two passes it replaces (``X w``, the loss's kernel,
+``X^T g``), in raw passes. OCAS keeps ``X w_b`` and
 ``X w_t`` and makes about one pass an iteration; the issue's target: LS-BMRM <= 3 raw passes
 an iteration in time, line search and master problem included, BMRM <= 2.5.
 
@@ -21,7 +24,7 @@ import numpy as np
 
 import nsopt
 from nsopt.testing import PassCounter
-from _common import load, raw_pass_seconds
+from _common import best_time, load, raw_pass_seconds
 
 RUNS = [
     ("ls-bmrm", "ls-bmrm", {}),
@@ -45,6 +48,23 @@ def measure(J, method, opts, rtol, max_time, raw, counter, repeat=1):
             "master_share": res.info.get("inner_time", np.nan) / res.time}
 
 
+def oracle_call_seconds(loss, repeat=5):
+    """``(fused, two passes)``: one oracle call of the loss at w = 0.01 through the fused
+    read of the rows, and the same call through the two passes (the fused kernel switched
+    off on a copy of the loss), best of ``repeat`` x 10 calls."""
+    import copy
+
+    w = np.full(loss.dim, 0.01)
+    plain = copy.copy(loss)
+    plain._fused_kernels = lambda: None
+    times = []
+    for f in (loss, plain):
+        f.value_and_subgradient(w)
+        times.append(best_time(lambda f=f: [f.value_and_subgradient(w) for _ in range(10)],
+                               repeat=repeat) / 10)
+    return tuple(times)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default="a9a")
@@ -60,8 +80,11 @@ def main(argv=None):
     nsopt.minimize(nsopt.RegularizedRisk(loss, lam=1e-2), method="ls-bmrm", max_iter=3)
     nsopt.minimize(nsopt.RegularizedRisk(loss, lam=1e-2), method="bmrm", max_iter=3)
     raw = raw_pass_seconds(X)
+    fused, two = oracle_call_seconds(loss)
     print(f"{args.data}: m = {X.shape[0]}, d = {X.shape[1]}, nnz = {X.nnz}; one raw data pass "
           f"{raw * 1e3:.3f} ms; L2 hinge, no bias, certified rtol {args.rtol:g}")
+    print(f"one oracle call: fused {fused * 1e3:.3f} ms = {fused / raw:.2f} raw passes; "
+          f"two passes {two * 1e3:.3f} ms = {two / raw:.2f}")
     print(f"{'lam':>7} {'method':>14} {'time s':>8} {'iter':>5} {'raw passes/it':>13} "
           f"{'counted/it':>10} {'master %':>8}")
     for lam in args.lams:

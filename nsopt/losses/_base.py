@@ -27,7 +27,7 @@ from .._validation import (check_binary_labels, check_data, check_sample_weight,
                            check_targets, check_vector)
 from ..oracle import LineFunction, Oracle
 from ._groups import cached_group_parts
-from ._kernels import LINE_KERNELS, DataMatrix
+from ._kernels import FUSED_KERNELS, LINE_KERNELS, DataMatrix
 from ._kernels import dot as _dot
 # the vector losses' base lives in its own module; imported here for the old import path
 from ._vector_base import VectorLine, VectorLoss, check_class_labels  # noqa: F401
@@ -91,10 +91,40 @@ class ScalarLoss(Oracle):
         return self._value_kernel(self.data.dot(w), self.y, self.c)
 
     def _value_and_subgradient(self, w):
-        z = self.data.dot(w)
+        return self._evaluate_once(w)[:2]
+
+    def _fused_kernels(self):
+        """The loss's one-read oracle call (:data:`~nsopt.losses._kernels.FUSED_KERNELS`) when
+        it applies: sparse data in a :class:`DataMatrix` whose passes are not replaced (an
+        intercept's ``[X 1]`` is; an instance's ``dot`` wrapped without ``fused``, as
+        :class:`~nsopt.testing.PassCounter` wraps both, is honoured), the kernels of
+        :func:`~nsopt.losses._kernels.elementwise` not overridden; else None."""
+        data = self.data
+        if not (getattr(data, "sparse", False) and type(data).fused is DataMatrix.fused
+                and type(data).dot is DataMatrix.dot and type(data).rdot is DataMatrix.rdot):
+            return None
+        if ("dot" in vars(data) or "rdot" in vars(data)) and "fused" not in vars(data):
+            return None
+        if "_grad_kernel" in vars(self) or type(self)._grad_kernel is not ScalarLoss._grad_kernel:
+            return None
+        if len(self.kernels) < 2:
+            return None
+        return FUSED_KERNELS.get(self.kernels[1])
+
+    def _evaluate_once(self, w):
+        r"""``(R(w), a, g)``: value, subgradient :math:`a = X^T g` and the kernel's derivatives
+        :math:`g_i = c_i l'(z_i, y_i)`, in one read of the rows where the loss has a fused
+        kernel (sparse data: :meth:`DataMatrix.fused`, bitwise the two passes below
+        ``PARALLEL_MIN_NNZ``), else the two passes :math:`z = Xw`, :math:`X^T g`."""
         g = np.empty(self.m)
+        fused = self._fused_kernels()
+        if fused is not None:
+            params = [getattr(self, n) for n in self.kernel_params]
+            r, a = self.data.fused(fused, w, self.y, self.c, g, params)
+            return r, a, g
+        z = self.data.dot(w)
         r = self._grad_kernel(z, self.y, self.c, np.zeros(self.m), g)
-        return r, self.data.rdot(g)
+        return r, self.data.rdot(g), g
 
     def _sup_subgradient(self, w, p):
         z = self.data.dot(w)
@@ -178,9 +208,11 @@ class ScalarLoss(Oracle):
                 or type(self)._value_and_subgradient is not ScalarLoss._value_and_subgradient):
             r, a = self._value_and_subgradient(w)
             return r, a, None
-        z = self.data.dot(w) if scores is None else scores
+        if scores is None:  # one read of the rows where the loss has a fused kernel
+            r, a, g = self._evaluate_once(w)
+            return r, a, self._dual_of_gradient(g)
         g = np.empty(self.m)
-        r = self._grad_kernel(z, self.y, self.c, np.zeros(self.m), g)
+        r = self._grad_kernel(scores, self.y, self.c, np.zeros(self.m), g)
         return r, self.data.rdot(g), self._dual_of_gradient(g)
 
     def _dual_of_gradient(self, g):

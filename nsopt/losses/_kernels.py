@@ -17,6 +17,10 @@ Both take a last optional argument ``start`` (after the loss's parameters), the 
 first value: a sum continued from the shards before (:mod:`nsopt.distributed`'s ordered
 reduction). ``0.0 + x`` is ``x``, so the default is the plain sum bit for bit.
 
+From the same loss, :func:`fused_kernels` compiles the oracle call on CSR data in one read of
+the rows (:data:`FUSED_KERNELS`, :meth:`DataMatrix.fused`): ``z_i = <x_i, w>``, the loss, and
+``g_i x_i`` scattered into ``X^T g`` while row i is still in cache.
+
 All kernels are ``cache=True``: the first call compiles (about 0.5 s each), later processes
 load the machine code from disk.
 """
@@ -26,7 +30,7 @@ import math
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit, prange
+from numba import get_num_threads, njit, prange
 
 __all__ = ["DataMatrix"]
 
@@ -58,6 +62,23 @@ def dot(a, b, start=0.0):
     for i in range(a.shape[0]):
         s += a[i] * b[i]
     return s
+
+
+_POOL = None
+
+
+def _thread_pool():
+    """The threads of :meth:`DataMatrix.fused` (made on first use; the kernels release the
+    GIL)."""
+    global _POOL
+    if _POOL is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        from numba import config  # numba's largest thread count, not the current setting
+
+        _POOL = ThreadPoolExecutor(max(2, config.NUMBA_NUM_THREADS),
+                                   thread_name_prefix="nsopt-fused")
+    return _POOL
 
 
 class DataMatrix:
@@ -102,6 +123,55 @@ class DataMatrix:
         _compressed_matvec(X.indptr, X.indices, X.data, g, out)
         return out
 
+    def fused(self, kernel, w, y, c, g, params=(), start=0.0):
+        r"""The value and subgradient of an element-wise loss in one read of the CSR rows:
+        ``(r, a)`` with :math:`r = \mathrm{start} + \sum_i c_i l(z_i, y_i)`, :math:`a =
+        X^T g`, :math:`g_i = c_i l'(z_i, y_i)` (the default subgradient, written to ``g``),
+        :math:`z = Xw`. ``kernel``: the loss's entry of :data:`FUSED_KERNELS`. Sparse data only.
+
+        Below ``PARALLEL_MIN_NNZ`` one call: bitwise the two passes (scipy's ``X @ w``, the
+        grad kernel, scipy's ``g @ X``: the same operations in the same order). Above, one
+        block of rows per thread (numba's thread count; blocks balanced by nonzeros), each
+        block scattering into its own d-vector; the blocks' sums and vectors are added in
+        block order, so the answer is deterministic for a given thread count, and equal to
+        the serial one to rounding only (not bitwise; neither is the threaded ``rdot``'s
+        reduction order the same)."""
+        X = self.csr
+        w = np.ascontiguousarray(w, dtype=np.float64)
+        n = get_num_threads() if self.parallel else 1
+        if n < 2:
+            a = np.zeros(self.shape[1])
+            r = kernel(X.indptr, X.indices, X.data, w, y, c, g, a, *params, float(start))
+            return float(r), a
+        bounds = self._row_blocks(n)
+        parts = np.zeros((n, self.shape[1]))
+
+        def block(t):
+            s, e = bounds[t], bounds[t + 1]
+            return kernel(X.indptr[s:e + 1], X.indices, X.data, w, y[s:e], c[s:e], g[s:e],
+                          parts[t], *params, 0.0)
+
+        sums = list(_thread_pool().map(block, range(n)))
+        r = float(start)
+        for t in range(n):  # block order: deterministic
+            r += sums[t]
+        a = parts[0]
+        for t in range(1, n):
+            a += parts[t]
+        return float(r), a
+
+    def _row_blocks(self, n: int) -> np.ndarray:
+        """``n + 1`` row bounds splitting the nonzeros into ``n`` near-equal blocks (kept)."""
+        cached = self.__dict__.get("_blocks")
+        if cached is None or cached[0] != n:
+            X = self.csr
+            bounds = np.searchsorted(X.indptr, np.linspace(0, X.nnz, n + 1), side="left")
+            bounds = np.clip(bounds, 0, self.shape[0]).astype(np.int64)
+            bounds[0], bounds[-1] = 0, self.shape[0]
+            cached = (n, np.maximum.accumulate(bounds))
+            self.__dict__["_blocks"] = cached
+        return cached[1]
+
     def rows(self, start: int, stop: int) -> "DataMatrix":
         """The rows ``start:stop`` (a copy of those rows only)."""
         return DataMatrix(self.X[start:stop])
@@ -138,11 +208,58 @@ def {name}_grad(z, y, c, side, out{params}, start=0.0):
 """
 
 
+# The oracle call in one read of the rows (CSR): unsigned indices, so that numba adds no
+# negative-index test to each access (with them the loops are about 2x slower than scipy's;
+# without, as fast). A zero g_i skips the scatter: adding data * 0 changes no entry of a
+# (a starts at +0, never becomes -0, and the data are finite), so the sums stay bitwise
+# scipy's ``g @ X``.
+_FUSED_SOURCE = """
+def {name}_fused(indptr, indices, data, w, y, c, g, a{params}, start=0.0):
+    one = np.uintp(1)
+    r = start
+    for i in range(np.uintp(indptr.shape[0] - 1)):
+        lo = np.uintp(indptr[i])
+        hi = np.uintp(indptr[i + one])
+        z = 0.0
+        for k in range(lo, hi):
+            z += data[k] * w[np.uintp(indices[k])]
+        li, di = {name}(z, y[i], 0.0{params})
+        r += c[i] * li
+        gi = c[i] * di
+        g[i] = gi
+        if gi != 0.0:
+            for k in range(lo, hi):
+                a[np.uintp(indices[k])] += data[k] * gi
+    return r
+
+"""
+
+
+def fused_kernels(name: str, *params: str):
+    r"""``fused(indptr, indices, data, w, y, c, g, a, *params, start=0.0) -> r``: the oracle
+    call of the element-wise loss ``name`` on CSR data in one read of the rows, compiled from
+    one template (as :func:`elementwise`): for each row i in order :math:`z_i = \langle x_i,
+    w\rangle`, :math:`r \mathrel{+}= c_i l(z_i, y_i)`, :math:`g_i = c_i l'(z_i, y_i)` (the
+    default subgradient, side 0, as the grad kernel's), :math:`a \mathrel{+}= g_i x_i`; ``a``
+    must be zeros on entry. ``indptr`` may be a slice of rows (its offsets index the whole
+    ``indices`` and ``data``) with ``y``, ``c``, ``g`` the same rows' slices: the threaded
+    call runs one block of rows per thread through it (``nogil``), so no parallel kernel is
+    compiled per loss (about 10 s each under load).
+
+    Used by :meth:`DataMatrix.fused`; registered in :data:`FUSED_KERNELS` under the loss's
+    grad kernel."""
+    extra = "".join(", " + p for p in params)
+    namespace = {"__name__": __name__, name: globals()[name], "np": np}
+    exec(compile(_FUSED_SOURCE.format(name=name, params=extra), __file__, "exec"), namespace)
+    return njit(cache=True, nogil=True)(namespace[name + "_fused"])
+
+
 def elementwise(name: str, *params: str):
     """``(value, grad)``: the kernels ``value(z, y, c, *params, start=0.0)`` and ``grad(z, y,
     c, side, out, *params, start=0.0)`` of the element-wise loss ``name`` of this module,
     compiled (``start``: where the running sum starts). Registered in
-    :data:`CONTINUABLE_KERNELS`.
+    :data:`CONTINUABLE_KERNELS`; the loss's one-read oracle call (:func:`fused_kernels`) in
+    :data:`FUSED_KERNELS`.
 
     The two loops are written out as source (one template) rather than closed over the loss:
     numba caches a closure over a compiled function under a key that changes in every
@@ -155,12 +272,16 @@ def elementwise(name: str, *params: str):
     exec(compile(_ELEMENTWISE_SOURCE.format(name=name, params=extra), __file__, "exec"), namespace)
     kernels = tuple(njit(cache=True)(namespace[name + suffix]) for suffix in ("_value", "_grad"))
     CONTINUABLE_KERNELS.update(kernels)
+    FUSED_KERNELS[kernels[1]] = fused_kernels(name, *params)
     return kernels
 
 
 #: the kernels :func:`elementwise` compiled: they take ``start`` (a loss class with kernels
 #: of its own may not)
 CONTINUABLE_KERNELS: set = set()
+#: grad kernel -> the kernel of :func:`fused_kernels`: the oracle call in one read of the CSR
+#: rows, for every loss of :func:`elementwise`
+FUSED_KERNELS: dict = {}
 
 
 @njit(cache=True)
