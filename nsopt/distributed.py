@@ -2215,6 +2215,32 @@ def _loss_class(loss):
     return loss
 
 
+def _svmlight_paths(paths, n_shards) -> list:
+    """``paths`` (one path or several) as a list of strings, checked with ``n_shards`` (None,
+    or an integer of at least the number of files)."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    paths = [os.fspath(p) for p in paths]
+    if not paths:
+        raise ValueError("paths is empty: give at least one svmlight file")
+    if n_shards is not None:
+        if isinstance(n_shards, bool) or not isinstance(n_shards, (int, np.integer)):
+            raise TypeError(f"n_shards must be an integer or None, got {n_shards!r}")
+        if n_shards < len(paths):
+            raise ValueError(f"n_shards must be at least the number of files ({len(paths)}), "
+                             f"got {n_shards}")
+    return paths
+
+
+def _svmlight_parts(client, paths, n_shards) -> list:
+    """``[(path, byte span or None)]``: one part per file, or ``n_shards`` byte ranges whose
+    sizes a worker reads (the driver need not see the files)."""
+    if n_shards is None:
+        return [(p, None) for p in paths]
+    sizes = client.submit(_file_sizes, paths, pure=False).result()
+    return _file_ranges(paths, sizes, int(n_shards))
+
+
 def load_svmlight(paths, loss="Hinge", reg=None, lam: float = 1e-4, client=None, *,
                   n_features: int | None = None, n_shards: int | None = None,
                   binary_labels: bool = False, bias: float | None = None,
@@ -2272,24 +2298,10 @@ def load_svmlight(paths, loss="Hinge", reg=None, lam: float = 1e-4, client=None,
         compressed file.
     """
     cls = _loss_class(loss)
-    if isinstance(paths, (str, os.PathLike)):
-        paths = [paths]
-    paths = [os.fspath(p) for p in paths]
-    if not paths:
-        raise ValueError("paths is empty: give at least one svmlight file")
-    if n_shards is not None:
-        if isinstance(n_shards, bool) or not isinstance(n_shards, (int, np.integer)):
-            raise TypeError(f"n_shards must be an integer or None, got {n_shards!r}")
-        if n_shards < len(paths):
-            raise ValueError(f"n_shards must be at least the number of files ({len(paths)}), "
-                             f"got {n_shards}")
+    paths = _svmlight_paths(paths, n_shards)
     client, workers, owns = _client_and_workers(client)
     try:
-        if n_shards is None:
-            parts = [(p, None) for p in paths]
-        else:  # sizes from a worker: the driver need not see the files
-            sizes = client.submit(_file_sizes, paths, pure=False).result()
-            parts = _file_ranges(paths, sizes, int(n_shards))
+        parts = _svmlight_parts(client, paths, n_shards)
         paths = [p for p, _ in parts]
         sources = [p if span is None else f"{p}, bytes {span[0]}-{span[1]}"
                    for p, span in parts]
@@ -2408,23 +2420,10 @@ def map_svmlight(paths, fn: Callable, client=None, *, n_shards: int | None = Non
     ShardError
         A malformed line, naming the part, the file and the line number.
     """
-    if isinstance(paths, (str, os.PathLike)):
-        paths = [paths]
-    paths = [os.fspath(p) for p in paths]
-    if not paths:
-        raise ValueError("paths is empty: give at least one svmlight file")
-    if n_shards is not None and (isinstance(n_shards, bool)
-                                 or not isinstance(n_shards, (int, np.integer))
-                                 or n_shards < len(paths)):
-        raise ValueError(f"n_shards must be an integer of at least the number of files "
-                         f"({len(paths)}), got {n_shards!r}")
+    paths = _svmlight_paths(paths, n_shards)
     client, workers, owns = _client_and_workers(client)
     try:
-        if n_shards is None:
-            parts = [(p, None) for p in paths]
-        else:
-            sizes = client.submit(_file_sizes, paths, pure=False).result()
-            parts = _file_ranges(paths, sizes, int(n_shards))
+        parts = _svmlight_parts(client, paths, n_shards)
         futures = [client.submit(_map_part, p, k, n_features, span, fn, pure=False,
                                  workers=[workers[k % len(workers)]], allow_other_workers=True)
                    for k, (p, span) in enumerate(parts)]
