@@ -12,7 +12,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 import pytest
 import scipy.optimize
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import nsopt
@@ -104,6 +104,10 @@ def f_star(case: Case) -> float:
     x = cp.Variable(case.lb.size)
     prob = cp.Problem(cp.Minimize(case.expr(x)), [x >= case.lb, x <= case.ub])
     prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+    if prob.status == "optimal_inaccurate":
+        # the largest eigenvalue's semidefinite program at seed 271: Clarabel stops short of
+        # 1e-10; its default accuracy (1e-8) is within tol() and it reports "optimal" there
+        prob.solve(solver=cp.CLARABEL)
     assert prob.status == "optimal", prob.status
     return float(prob.value)
 
@@ -144,6 +148,7 @@ def solve_and_check(case: Case, rtol=1e-6, **options):
 @pytest.mark.parametrize("name", sorted(CASES))
 @settings(max_examples=3, deadline=None)
 @given(seed=st.integers(0, 2 ** 16))
+@example(seed=271)  # max-eigenvalue: Clarabel "optimal_inaccurate" at 1e-10 (explore draw)
 def test_certificate_brackets_box_optimum(name, seed):
     solve_and_check(CASES[name](seed))
 
