@@ -469,12 +469,12 @@ def test_polished_multipliers_never_lower_the_bound(seed, noise):
     lb, ub = -rng.uniform(0.5, 3, d), rng.uniform(0.5, 3, d)
     best = box_model_minimum(bundle, lb, ub)
     alpha = np.maximum(best.alpha * (1 + noise * rng.standard_normal(bundle.n)), 0.0)
-    before, start = polish_multipliers(bundle, alpha, lb, ub, rounds=0)  # made feasible only
-    a0, b0 = bundle.combine(start)
+    before, start, (a0, b0) = polish_multipliers(bundle, alpha, lb, ub, rounds=0)  # feasible
     assert before == b0 + box_min(a0, lb, ub)
-    value, refined = polish_multipliers(bundle, alpha, lb, ub)
+    value, refined, (a2, b2) = polish_multipliers(bundle, alpha, lb, ub)
     assert np.all(refined >= 0) and math.isclose(refined.sum(), 1.0, rel_tol=1e-14)
-    a2, b2 = bundle.combine(refined)
+    a_re, b_re = bundle.combine(refined)         # the plane returned is the multipliers'
+    assert np.array_equal(a2, a_re) and b2 == b_re
     assert value == b2 + box_min(a2, lb, ub)
     assert value >= before
     assert value >= best.bound - 1e-12 * (1 + abs(best.bound)) or noise >= 1e-6

@@ -212,7 +212,7 @@ class ModelMinimum(NamedTuple):
 
 
 
-def polish_multipliers(bundle: PlaneBundle, alpha, lb, ub, rounds: int = 2):
+def polish_multipliers(bundle: PlaneBundle, alpha, lb, ub, rounds: int = 2, plane=None):
     r"""Multipliers on the simplex whose box bound :math:`\bar b + \min_{lb \le y \le ub}
     \langle\bar a, y\rangle` is at least that of ``alpha``: ``(value, alpha')``.
 
@@ -228,12 +228,16 @@ def polish_multipliers(bundle: PlaneBundle, alpha, lb, ub, rounds: int = 2):
     is clipped and renormalised onto the simplex, and kept only when its bound, computed
     from the multipliers as every bound is, is higher. Any multipliers on the simplex prove
     their bound, so the certificate needs no trust in this step. One model only (else
-    ``alpha`` made feasible, unchanged)."""
-    alpha = bundle.feasible(alpha)
-    a_bar, b_bar = bundle.combine(alpha)
-    best_value, best = b_bar + box_min(a_bar, lb, ub), alpha
+    ``alpha`` made feasible, unchanged). ``plane``: ``(a_bar, b_bar)`` of ``alpha`` when the
+    caller has it (``alpha`` is then taken as feasible already). Returns ``(value, alpha,
+    (a_bar, b_bar))``."""
+    if plane is None:
+        alpha = bundle.feasible(alpha)
+        plane = bundle.combine(alpha)
+    a_bar, b_bar = plane
+    best_value, best, best_plane = b_bar + box_min(a_bar, lb, ub), alpha, plane
     if bundle.n_blocks != 1 or not np.isfinite(best_value):
-        return best_value, best
+        return best_value, best, best_plane
     A = bundle.A
     for _ in range(rounds):
         S = np.flatnonzero(alpha > 0)
@@ -255,8 +259,8 @@ def polish_multipliers(bundle: PlaneBundle, alpha, lb, ub, rounds: int = 2):
         a_bar, b_bar = bundle.combine(alpha)
         value = b_bar + box_min(a_bar, lb, ub)
         if value > best_value:
-            best_value, best = value, alpha
-    return best_value, best
+            best_value, best, best_plane = value, alpha, (a_bar, b_bar)
+    return best_value, best, best_plane
 
 
 def _model_lp(M, rhs, lb, ub, deadline):

@@ -333,10 +333,8 @@ class LevelBundle(Solver):
         a_bar, b_bar = bundle.combine(alpha)
         value = b_bar + box_min(a_bar, lb, ub)
         if math.isfinite(value) and fun_up - value <= POLISH_BELOW * abs(fun_up):
-            polished, refined = polish_multipliers(bundle, alpha, lb, ub)
-            if polished > value:
-                alpha, value = refined, polished
-                a_bar, b_bar = bundle.combine(alpha)
+            value, alpha, (a_bar, b_bar) = polish_multipliers(bundle, alpha, lb, ub,
+                                                              plane=(a_bar, b_bar))
         if value > lower:
             if points is None:
                 ev = planes_evidence(bundle, alpha, problem.lower_bound, (a_bar, b_bar),
