@@ -478,3 +478,137 @@ def test_polished_multipliers_never_lower_the_bound(seed, noise):
     assert value == b2 + box_min(a2, lb, ub)
     assert value >= before
     assert value >= best.bound - 1e-12 * (1 + abs(best.bound)) or noise >= 1e-6
+
+
+
+def _new_planes_reference(bundle, G, c):
+    """``_new_planes`` as it was (a k x n comparison and a k x k triangle every call): the
+    reference for the fast path."""
+    dup = np.zeros(c.shape[0], dtype=bool)
+    b = bundle.b
+    for j in np.flatnonzero((c[:, None] == b).any(axis=1)).tolist():
+        twins = np.flatnonzero(b == c[j])
+        dup[j] = bool((bundle.A[twins] == G[j]).all(axis=1).any())
+    same = np.tril(c[:, None] == c, -1)
+    for t in np.flatnonzero(same.any(axis=1)).tolist():
+        if not dup[t]:
+            earlier = np.flatnonzero(same[t])
+            dup[t] = bool((G[earlier] == G[t]).all(axis=1).any())
+    return np.flatnonzero(~dup)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2 ** 16), n=st.integers(0, 12), k=st.integers(0, 8),
+       planted=st.integers(0, 4), shared=st.booleans())
+def test_new_planes_fast_path_matches_the_reference(seed, n, k, planted, shared):
+    """The minorants kept (``_region._new_planes``, offsets compared by a compiled pass first)
+    are exactly the reference's, with planted duplicates of bundle planes and of earlier
+    rows, offsets that repeat with other slopes, zeros of both signs and NaN offsets."""
+    from nsopt.bundle import PlaneBundle
+    from nsopt.solvers._region import _new_planes
+
+    rng = np.random.default_rng(seed)
+    d = 3
+    bundle = PlaneBundle(d, evidence="points", gram=False)
+    for _ in range(n):
+        bundle.add_at(rng.standard_normal(d), float(rng.integers(-2, 3)),
+                      rng.integers(-1, 2, d).astype(float))
+    G = rng.integers(-1, 2, (k, d)).astype(float)
+    c = rng.integers(-2, 3, k).astype(float)
+    for _ in range(planted if k else 0):
+        j = int(rng.integers(k))
+        if n and rng.random() < 0.5:                 # a plane of the bundle's offset
+            i = int(rng.integers(n))                 # with its slope, or (shared) another
+            G[j], c[j] = (G[j] if shared else bundle.A[i]), bundle.b[i]
+        elif j:                                       # an earlier row
+            i = int(rng.integers(j))
+            G[j], c[j] = G[i], c[i]
+    if k and rng.random() < 0.2:
+        c[int(rng.integers(k))] = np.nan
+    if k and rng.random() < 0.2:
+        c[c == 0] = -0.0                             # -0.0 == 0.0: the same offset
+    got = _new_planes(bundle, G, c)
+    np.testing.assert_array_equal(got, _new_planes_reference(bundle, G, c))
+
+
+def _rows_instance(seed, n_eq):
+    """A random bundle over a box with two inequality rows (and ``n_eq`` equalities through a
+    point of the box, as pairs), and the LP's multipliers (HiGHS)."""
+    from nsopt.bundle import PlaneBundle
+    from nsopt.solvers._region import rows_model_minimum
+
+    rng = np.random.default_rng(seed)
+    d, n = int(rng.integers(2, 7)), int(rng.integers(3, 25))
+    bundle = PlaneBundle(d)
+    for _ in range(n):
+        bundle.add(rng.standard_normal(d), float(rng.standard_normal()))
+    lb, ub = -rng.uniform(0.5, 3, d), rng.uniform(0.5, 3, d)
+    inside = rng.uniform(0.5 * lb, 0.5 * ub)
+    A = rng.standard_normal((2, d))
+    b = A @ inside + rng.uniform(0.0, 0.5, 2)
+    E = rng.standard_normal((n_eq, d))
+    A_ub = np.vstack([A, E, -E])
+    b_ub = np.concatenate([b, E @ inside, -(E @ inside)])
+    return bundle, lb, ub, A_ub, b_ub, rows_model_minimum(bundle, lb, ub, (A_ub, b_ub)), rng
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2 ** 16), n_eq=st.integers(0, 2),
+       noise=st.sampled_from([0.0, 1e-12, 1e-9, 1e-6]))
+def test_polished_rows_multipliers_never_lower_the_bound(seed, n_eq, noise):
+    """With rows (``polish_rows_multipliers``, the rows variant's refinement) the planes'
+    multipliers stay on the simplex and the rows' nonnegative, the value is the bound
+    ``rows_bound`` recomputes from them, never below the given multipliers', and from the
+    LP's multipliers blurred by rounding-sized noise it recovers the LP's bound to 1e-12."""
+    from nsopt.solvers._region import polish_rows_multipliers, rows_bound
+
+    bundle, lb, ub, A_ub, b_ub, best, rng = _rows_instance(seed, n_eq)
+    alpha = np.maximum(best.alpha * (1 + noise * rng.standard_normal(bundle.n)), 0.0)
+    y = np.maximum(best.y * (1 + noise * rng.standard_normal(best.y.size)), 0.0)
+    before = polish_rows_multipliers(bundle, alpha, y, A_ub, b_ub, lb, ub, n_eq, rounds=0)[0]
+    value, a2, y2, (a_bar, b_bar) = polish_rows_multipliers(bundle, alpha, y, A_ub, b_ub, lb,
+                                                            ub, n_eq)
+    assert np.all(a2 >= 0) and math.isclose(a2.sum(), 1.0, rel_tol=1e-14) and np.all(y2 >= 0)
+    a_re, b_re = bundle.combine(a2)
+    assert np.array_equal(a_bar, a_re) and b_bar == b_re
+    assert value == rows_bound(a_re, b_re, y2, A_ub, b_ub, lb, ub)
+    assert value >= before
+    assert value >= best.bound - 1e-12 * (1 + abs(best.bound)) or noise >= 1e-6
+
+
+@pytest.mark.parametrize("rows", ["A_ub", "A_eq"])
+def test_rows_variant_refines_near_the_end_and_check_accepts(rows, monkeypatch):
+    """The rows variant refines its multipliers near the end (within POLISH_BELOW): the bound
+    reported is never below the unrefined one, ``check`` with the rows recomputes it, and
+    Clarabel's optimum over the box and the rows lies between bound and value."""
+    import cvxpy as cp
+    from catalogue import chebyshev_data, chebyshev_fit
+    from nsopt.solvers import _polyhedral
+
+    f, expr = chebyshev_fit(*chebyshev_data(200, "abs"), degree=8, minorants=6)
+    d = 9
+    opts = ({"A_ub": np.ones((1, d)), "b_ub": np.array([0.3])} if rows == "A_ub"
+            else {"A_eq": np.eye(d)[:1], "b_eq": np.array([0.42])})
+    calls = []
+    polish = _polyhedral.polish_rows_multipliers
+
+    def spy(bundle, alpha, y, A_ub, b_ub, lb, ub, n_eq=0, rounds=2):
+        plain = polish(bundle, alpha, y, A_ub, b_ub, lb, ub, n_eq, rounds=0)[0]
+        out = polish(bundle, alpha, y, A_ub, b_ub, lb, ub, n_eq, rounds)
+        calls.append(out[0] >= plain)
+        return out
+
+    monkeypatch.setattr(_polyhedral, "polish_rows_multipliers", spy)
+    res = nsopt.minimize(f, method="level-bundle", bounds=(-3, 3), rtol=1e-8, max_iter=400,
+                         **opts)
+    assert res.success and res.gap <= 1e-8 * abs(res.fun)
+    assert calls and all(calls)
+    bound = res.certificate.check(f, bounds=(-3, 3), **opts)
+    assert bound >= res.lower_bound - 1e-9 * (1 + abs(res.lower_bound))
+    x = cp.Variable(d)
+    cons = [x >= -3, x <= 3] + ([opts["A_ub"] @ x <= opts["b_ub"]] if rows == "A_ub"
+                                else [opts["A_eq"] @ x == opts["b_eq"]])
+    prob = cp.Problem(cp.Minimize(expr(x)), cons)
+    prob.solve(solver=cp.CLARABEL)
+    fs = float(prob.value)
+    assert res.lower_bound - tol(fs) <= fs <= res.fun + tol(fs)

@@ -273,3 +273,33 @@ def test_projection_answer_is_the_kernels_clipped_point_and_plane_multipliers(se
     ref[act[:q][planes]] = u[:q][planes]
     np.testing.assert_array_equal(mult, ref)
     np.testing.assert_array_equal(x, np.clip(x0, lb, ub))
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 2 ** 16), d=st.integers(1, 6), n0=st.integers(0, 5),
+       k=st.integers(1, 9), capacity=st.integers(1, 4))
+def test_dense_lp_add_many_is_k_adds(seed, d, n0, k, capacity):
+    """``DenseBoxLP.add_many`` (the minorants of one oracle call in one copy) leaves the LP
+    exactly as k calls of ``add`` in order, also when the row store must grow, and the warm
+    solve that follows returns the same numbers."""
+    rng = np.random.default_rng(seed)
+    lb, ub = -rng.uniform(0.5, 2, d), rng.uniform(0.5, 2, d)
+    A0, b0 = rng.standard_normal((n0 + 1, d)), rng.standard_normal(n0 + 1)
+    A, b = rng.standard_normal((k, d)), rng.standard_normal(k)
+    one, many = DenseBoxLP(lb, ub, capacity=capacity), DenseBoxLP(lb, ub, capacity=capacity)
+    for lp in (one, many):
+        for j in range(n0 + 1):
+            lp.add(A0[j], b0[j])
+        lp.solve()                                  # a warm basis before the batch
+    for j in range(k):
+        one.add(A[j], b[j])
+    many.add_many(A, b)
+    assert one.n == many.n == n0 + 1 + k
+    np.testing.assert_array_equal(one._A[: one.n], many._A[: many.n])
+    np.testing.assert_array_equal(one._b[: one.n], many._b[: many.n])
+    np.testing.assert_array_equal(one._tc[: one.n], many._tc[: many.n])
+    x1, t1, a1 = one.solve()
+    x2, t2, a2 = many.solve()
+    np.testing.assert_array_equal(x1, x2)
+    np.testing.assert_array_equal(a1, a2)
+    assert t1 == t2

@@ -201,3 +201,27 @@ def dual_simplex(A, tc, b, n, lb, ub, W, Ginv, refactor, tol, max_pivots):
             since = 0
             if not _refactor(A, tc, b, lb, ub, W, Ginv):
                 return 3, z, pivots
+
+
+@numba.njit(cache=True)
+def offset_matches(b, c):  # pragma: no cover (compiled)
+    """For the offsets ``c`` (k,) of new planes against the offsets ``b`` (n,) of a bundle:
+    ``(hit, repeated)``, ``hit[j]`` whether ``c[j]`` equals some ``b[i]`` and ``repeated``
+    whether some ``c[t]`` equals an earlier ``c[s]`` (exact ``==``: NaN matches nothing).
+    The cheap first test of :func:`nsopt.solvers._region._new_planes`, without the k x n
+    temporary."""
+    k, n = c.shape[0], b.shape[0]
+    hit = np.zeros(k, dtype=np.bool_)
+    repeated = False
+    for j in range(k):
+        cj = c[j]
+        for i in range(n):
+            if b[i] == cj:
+                hit[j] = True
+                break
+        if not repeated:
+            for s in range(j):
+                if c[s] == cj:
+                    repeated = True
+                    break
+    return hit, repeated

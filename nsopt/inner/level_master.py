@@ -218,6 +218,25 @@ class DenseBoxLP:
         self._b[k] = float(b)
         self.n += 1
 
+    def add_many(self, A: np.ndarray, b: np.ndarray) -> None:
+        """Append the k planes :math:`\\langle A_j, x\\rangle + b_j` (dense ``A``, k x d): the
+        same rows as k calls of :meth:`add` in order, in one copy."""
+        A = np.asarray(A, dtype=np.float64).reshape(-1, self.dim)
+        b = np.asarray(b, dtype=np.float64).reshape(-1)
+        k = b.shape[0]
+        if A.shape[0] != k:
+            raise ValueError(f"A must have one row per offset in b ({k}), got {A.shape[0]}")
+        start = self._m + self.n
+        while start + k > self._A.shape[0]:
+            grow = 2 * self._A.shape[0]
+            size = self._A.shape[0]
+            self._A = np.concatenate([self._A, np.zeros((grow - size, self.dim))])
+            self._b = np.concatenate([self._b, np.zeros(grow - size)])
+            self._tc = np.concatenate([self._tc, np.full(grow - size, -1.0)])
+        self._A[start: start + k] = A
+        self._b[start: start + k] = b
+        self.n += k
+
     def drop(self, mask: np.ndarray) -> None:
         """Delete the planes where ``mask`` is True (the others keep their order)."""
         mask = np.asarray(mask, dtype=bool)[: self.n]

@@ -34,9 +34,9 @@ from ..inner.level_master import _highs_class, project_level_set
 from ..oracle import OracleNumericalError, freeze
 from ..bundle import PlaneBundle
 from ._region import (HOT_LP_OPTIONS, ROW_TOLERANCE, MasterLPError, ModelMinimum, RowsModelLP,
-                      constraint_rows, planes_evidence, rows_bound, rows_for_dim,
-                      rows_model_minimum)
-from .level_bundle import LevelBundle
+                      constraint_rows, planes_evidence, polish_rows_multipliers,
+                      rows_bound, rows_for_dim, rows_model_minimum)
+from .level_bundle import POLISH_BELOW, LevelBundle
 
 __all__ = ["PolyhedralLevelBundle", "rows_prox_master"]
 
@@ -147,20 +147,25 @@ class PolyhedralLevelBundle(LevelBundle):
         return x, _tag(mult[:n], y)
 
     def _offer(self, problem, bundle, alpha, lower, evidence, lb, ub, points=None,
-               fun_up=None):
+               fun_up=math.inf):
         """The weak-duality bound of the plane multipliers ``alpha`` and the rows' multipliers
         they carry (scaled like ``alpha`` when it is made feasible), when it beats ``lower``.
-        (``fun_up`` is not read: the multipliers are not refined here, as they are without
-        rows, since a refinement would have to move the rows' multipliers too.)"""
+        Within :data:`~nsopt.solvers.level_bundle.POLISH_BELOW` (relative) of ``fun_up`` both
+        kinds are first refined together
+        (:func:`~nsopt.solvers._region.polish_rows_multipliers`), as without rows."""
         y = getattr(alpha, "rows_y", None)
         raw = np.maximum(np.asarray(alpha, dtype=np.float64)[: bundle.n], 0.0)
         total = float(raw.sum())
+        A_ub, b_ub = self._rows
         if y is not None:
             y = np.maximum(y, 0.0) / (total if total > 0 else 1.0)
         alpha = bundle.feasible(np.asarray(alpha, dtype=np.float64))
         a_bar, b_bar = bundle.combine(alpha)
-        A_ub, b_ub = self._rows
         value = rows_bound(a_bar, b_bar, y, A_ub, b_ub, lb, ub)
+        if math.isfinite(value) and fun_up - value <= POLISH_BELOW * abs(fun_up):
+            polished = polish_rows_multipliers(bundle, alpha, y, A_ub, b_ub, lb, ub, self._n_eq)
+            if polished[0] > value:
+                value, alpha, y, (a_bar, b_bar) = polished
         if value > lower:
             ev = planes_evidence(bundle, alpha, problem.lower_bound, (a_bar, b_bar), y, lb=lb,
                                  ub=ub, A_ub=A_ub, b_ub=b_ub)

@@ -45,11 +45,12 @@ from scipy.optimize import linprog
 from ..bundle import PlaneBundle
 from ..certificate import OraclePlanes
 from ..inner.level_master import _highs_class
+from ..inner._level_kernels import offset_matches
 from .._validation import NoneOr, Option, Satisfies, box_for_dim, check_vector
 
 __all__ = ["Region", "region_from_options", "planes_evidence", "box_model_minimum",
            "polish_multipliers",
-           "add_oracle_minorants",
+           "add_oracle_minorants", "polish_rows_multipliers",
            "region_model_minimum", "rows_for_dim", "rows_bound", "rows_model_minimum",
            "feasible_start", "ROW_OPTIONS", "RowsModelLP", "constraint_rows",
            "RegionCertifier", "ModelMinimum", "MasterLPError"]
@@ -594,6 +595,73 @@ def rows_bound(a_bar, b_bar: float, y, A_ub, b_ub, lb, ub) -> float:
     return float(b_bar) - float(y @ b_ub) + box_min(r, lb, ub)
 
 
+def polish_rows_multipliers(bundle: PlaneBundle, alpha, y, A_ub, b_ub, lb, ub, n_eq: int = 0,
+                            rounds: int = 2):
+    r""":func:`polish_multipliers` with rows: multipliers :math:`\alpha` on the simplex and
+    :math:`y \ge 0` whose bound :func:`rows_bound` is at least that of ``(alpha, y)``:
+    ``(value, alpha', y', (a_bar, b_bar))``.
+
+    The residual slopes are those of :math:`r = \bar a + A_{ub}^T y`; each round is the
+    least-squares correction :math:`(\delta, \eta)` on the supports of ``alpha`` and of the
+    inequality rows' ``y`` (and the net multiplier :math:`\lambda = y^+ - y^-` of every
+    equality pair, the last ``2 n_eq`` rows, of either sign) with :math:`\sum_S \delta_i
+    a_{ij} + \sum_T \eta_k A_{kj} = -r_j` on the coordinates where :math:`|r_j|` is at
+    rounding level and :math:`\sum_S \delta_i = 0`. The result is made feasible (``alpha``
+    clipped and divided by its sum s, ``y`` clipped and divided by s, a pair's
+    :math:`\lambda` split into :math:`(\max(\lambda, 0), \max(-\lambda, 0))`) and kept only
+    when its bound, recomputed by :func:`rows_bound`, is higher: any such multipliers prove
+    their bound. One model only (else the input, made feasible, unchanged)."""
+    A_ub = np.asarray(A_ub, dtype=np.float64)
+    b_ub = np.asarray(b_ub, dtype=np.float64)
+    m = b_ub.shape[0]
+    m_ub = m - 2 * n_eq
+    raw = np.maximum(np.asarray(alpha, dtype=np.float64)[: bundle.n], 0.0)
+    total = float(raw.sum())
+    y = (np.zeros(m) if y is None
+         else np.maximum(np.asarray(y, dtype=np.float64), 0.0) / (total if total > 0 else 1.0))
+    alpha = bundle.feasible(raw)
+    a_bar, b_bar = bundle.combine(alpha)
+    best = (rows_bound(a_bar, b_bar, y, A_ub, b_ub, lb, ub), alpha, y, (a_bar, b_bar))
+    if bundle.n_blocks != 1 or not np.isfinite(best[0]):
+        return best
+    A = bundle.A
+    for _ in range(rounds):
+        S = np.flatnonzero(alpha > 0)
+        T = np.flatnonzero(y[:m_ub] > 0)
+        if S.size + T.size < 2:
+            break
+        # the columns: planes on S, inequality rows on T, equality pairs by their first row
+        C = np.vstack([np.asarray(A[S], dtype=np.float64), A_ub[T], A_ub[m_ub: m_ub + n_eq]])
+        r = a_bar + A_ub.T @ y
+        scale = float(np.abs(C).max(initial=0.0))
+        free = np.flatnonzero(np.abs(r) <= 1e-7 * scale)
+        if free.size == 0 or not np.any(r[free]):
+            break
+        M = np.vstack([C[:, free].T, np.concatenate([np.ones(S.size), np.zeros(C.shape[0] - S.size)])])
+        rhs = np.concatenate([-r[free], [0.0]])
+        step = np.linalg.lstsq(M, rhs, rcond=None)[0]
+        if not np.isfinite(step).all():
+            break
+        trial = alpha.copy()
+        trial[S] += step[: S.size]
+        trial = np.maximum(trial, 0.0)
+        s = float(trial.sum())
+        if not s > 0:
+            break
+        ny = y.copy()
+        ny[T] += step[S.size: S.size + T.size]
+        lam = ny[m_ub: m_ub + n_eq] - ny[m_ub + n_eq:] + step[S.size + T.size:]
+        ny[m_ub: m_ub + n_eq] = np.maximum(lam, 0.0)
+        ny[m_ub + n_eq:] = np.maximum(-lam, 0.0)
+        alpha = bundle.feasible(trial)
+        y = np.maximum(ny, 0.0) / s
+        a_bar, b_bar = bundle.combine(alpha)
+        value = rows_bound(a_bar, b_bar, y, A_ub, b_ub, lb, ub)
+        if value > best[0]:
+            best = (value, alpha, y, (a_bar, b_bar))
+    return best
+
+
 def rows_model_minimum(bundle: PlaneBundle, lb, ub, constraints, deadline=None
                        ) -> ModelMinimum | None:
     r"""The LP :math:`\min t` s.t. :math:`\langle a_i, x\rangle + b_i \le t`, :math:`A_{ub} x
@@ -777,15 +845,28 @@ def add_oracle_minorants(problem, bundle, w, room=None, added=None) -> int:
 
 def _new_planes(bundle, G, c) -> np.ndarray:
     """Indices of the rows ``(G_j, c_j)`` equal neither to a plane of ``bundle`` nor to an
-    earlier row (exact equality: offsets first, the slopes only where an offset matches)."""
-    dup = np.zeros(c.shape[0], dtype=bool)
+    earlier row (exact equality: offsets first, the slopes only where an offset matches).
+
+    The usual case, no offset matched or repeated (offsets are values of the function's
+    pieces at a new point), is one compiled pass over the offsets
+    (:func:`~nsopt.inner._level_kernels.offset_matches`); the slopes are read (``bundle.A``:
+    a dense copy in list storage) only for the offsets that match."""
+    k = c.shape[0]
     b = bundle.b
-    for j in np.flatnonzero((c[:, None] == b).any(axis=1)).tolist():
-        twins = np.flatnonzero(b == c[j])
-        dup[j] = bool((bundle.A[twins] == G[j]).all(axis=1).any())
-    same = np.tril(c[:, None] == c, -1)             # row t's offset repeats an earlier row's
-    for t in np.flatnonzero(same.any(axis=1)).tolist():
-        if not dup[t]:
-            earlier = np.flatnonzero(same[t])
-            dup[t] = bool((G[earlier] == G[t]).all(axis=1).any())
+    hit, repeated = offset_matches(np.ascontiguousarray(b, dtype=np.float64),
+                                   np.ascontiguousarray(c, dtype=np.float64))
+    if not repeated and not hit.any():
+        return np.arange(k)
+    dup = np.zeros(k, dtype=bool)
+    if hit.any():
+        A = bundle.A
+        for j in np.flatnonzero(hit).tolist():
+            twins = np.flatnonzero(b == c[j])
+            dup[j] = bool((A[twins] == G[j]).all(axis=1).any())
+    if repeated:                                    # an offset repeats within the call
+        for t in range(1, k):
+            if not dup[t]:
+                earlier = np.flatnonzero(c[:t] == c[t])
+                if earlier.size:
+                    dup[t] = bool((G[earlier] == G[t]).all(axis=1).any())
     return np.flatnonzero(~dup)

@@ -422,7 +422,11 @@ class LevelBundle(Solver):
         room = None if self.max_planes is None else self.max_planes - bundle.n
 
         def added(rows, A, b):
-            if lp is not None:
+            if lp is None:
+                pass
+            elif hasattr(lp, "add_many"):       # DenseBoxLP: the k rows in one copy
+                lp.add_many(A, b)
+            else:
                 for j in range(len(rows)):
                     lp.add(A[j], b[j])
             if points is not None:
