@@ -592,9 +592,9 @@ def test_rows_variant_refines_near_the_end_and_check_accepts(rows, monkeypatch):
     calls = []
     polish = _polyhedral.polish_rows_multipliers
 
-    def spy(bundle, alpha, y, A_ub, b_ub, lb, ub, n_eq=0, rounds=2):
+    def spy(bundle, alpha, y, A_ub, b_ub, lb, ub, n_eq=0, **options):
         plain = polish(bundle, alpha, y, A_ub, b_ub, lb, ub, n_eq, rounds=0)[0]
-        out = polish(bundle, alpha, y, A_ub, b_ub, lb, ub, n_eq, rounds)
+        out = polish(bundle, alpha, y, A_ub, b_ub, lb, ub, n_eq, **options)
         calls.append(out[0] >= plain)
         return out
 

@@ -36,7 +36,7 @@ from ..bundle import PlaneBundle
 from ._region import (HOT_LP_OPTIONS, ROW_TOLERANCE, MasterLPError, ModelMinimum, RowsModelLP,
                       constraint_rows, planes_evidence, polish_rows_multipliers,
                       rows_bound, rows_for_dim, rows_model_minimum)
-from .level_bundle import POLISH_BELOW, LevelBundle
+from .level_bundle import POLISH_BELOW, POLISH_WORTH, LevelBundle
 
 __all__ = ["PolyhedralLevelBundle", "rows_prox_master"]
 
@@ -163,7 +163,8 @@ class PolyhedralLevelBundle(LevelBundle):
         a_bar, b_bar = bundle.combine(alpha)
         value = rows_bound(a_bar, b_bar, y, A_ub, b_ub, lb, ub)
         if math.isfinite(value) and fun_up - value <= POLISH_BELOW * abs(fun_up):
-            polished = polish_rows_multipliers(bundle, alpha, y, A_ub, b_ub, lb, ub, self._n_eq)
+            polished = polish_rows_multipliers(bundle, alpha, y, A_ub, b_ub, lb, ub, self._n_eq,
+                                               worth=POLISH_WORTH * (fun_up - value))
             if polished[0] > value:
                 value, alpha, y, (a_bar, b_bar) = polished
         if value > lower:
