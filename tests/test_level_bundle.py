@@ -478,6 +478,11 @@ def test_polished_multipliers_never_lower_the_bound(seed, noise):
     assert value == b2 + box_min(a2, lb, ub)
     assert value >= before
     assert value >= best.bound - 1e-12 * (1 + abs(best.bound)) or noise >= 1e-6
+    # the gate (POLISH_WORTH): no round when the residuals cost at most ``worth``
+    assert polish_multipliers(bundle, alpha, lb, ub, worth=math.inf)[0] == before
+    residual = np.abs(a0) <= 1e-7 * float(np.abs(bundle.A[start > 0]).max(initial=0.0))
+    cost = float(np.abs(a0[residual]) @ (ub - lb)[residual])
+    assert polish_multipliers(bundle, alpha, lb, ub, worth=cost)[0] == before
 
 
 
@@ -574,6 +579,9 @@ def test_polished_rows_multipliers_never_lower_the_bound(seed, n_eq, noise):
     assert value == rows_bound(a_re, b_re, y2, A_ub, b_ub, lb, ub)
     assert value >= before
     assert value >= best.bound - 1e-12 * (1 + abs(best.bound)) or noise >= 1e-6
+    # a gate above any residuals' cost: no round, the given multipliers' bound
+    assert polish_rows_multipliers(bundle, alpha, y, A_ub, b_ub, lb, ub, n_eq,
+                                   worth=math.inf)[0] == before
 
 
 @pytest.mark.parametrize("rows", ["A_ub", "A_eq"])
