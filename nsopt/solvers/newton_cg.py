@@ -25,7 +25,7 @@ from ..regularizers import own_scaled_conjugate
 from . import _newton_cd_kernels as K
 from ._base import Solver
 from ._newton_cg_kernels import (hess_vec, line_terms, margin_terms_conj, row_gradient,
-                                 row_scores)
+                                 row_gram, row_scores)
 from ._registry import register
 from .newton_cd import loss_kind, prepare, rebalance
 
@@ -263,6 +263,7 @@ class NewtonCG(Solver):
         updates: int               # updates over the run
         expansions: int            # line-search doublings past the full step
         model_duals: int           # steps whose bound came from the model's dual point
+        unit: bool                 # every stored value of the sparse rows is 1 (row_gram)
 
     # ------------------------------------------------------------------------------------
     def init(self, problem, x0):
@@ -329,7 +330,9 @@ class NewtonCG(Solver):
                               stationary=False, subgradient_norm=math.nan,
                               linearization_error=math.nan, data=data, dense=dense,
                               hess=None, hess_D=None, hess_updates=0, updates=0,
-                              expansions=0, model_duals=0)
+                              expansions=0, model_duals=0,
+                              unit=bool(data.gram and dense is None
+                                        and np.all(data.rows[2] == 1.0)))
         return s._replace(**fields)
 
     @staticmethod
@@ -591,7 +594,7 @@ class NewtonCG(Solver):
             changed = np.flatnonzero(delta)
             if changed.size < np.count_nonzero(D):
                 if dense is None:
-                    return s.hess + _row_gram(data, delta), True
+                    return s.hess + _row_gram(data, delta, s.unit), True
                 H = s.hess.copy()
                 dc = delta[changed]
                 for rows, sign in ((changed[dc > 0], 1.0), (changed[dc < 0], -1.0)):
@@ -600,7 +603,7 @@ class NewtonCG(Solver):
                         H += sign * (B.T @ B)
                 return H, True
         if dense is None:
-            return _row_gram(data, D), False
+            return _row_gram(data, D, s.unit), False
         active = np.flatnonzero(D)
         if active.size == D.size:
             B = dense * np.sqrt(D)[:, None]
@@ -662,11 +665,13 @@ class NewtonCG(Solver):
                 "line_search_expansions": s.expansions, "model_duals": s.model_duals}
 
 
-def _row_gram(data, D):
-    r""":math:`X^T \mathrm{diag}(D) X` from the sparse rows (rows of zero weight skipped)."""
+def _row_gram(data, D, unit=False):
+    r""":math:`X^T \mathrm{diag}(D) X` from the sparse rows (rows of zero weight skipped;
+    ``unit``: every stored value is 1), by :func:`~._newton_cg_kernels.row_gram`."""
     n = data.d + int(data.has_b)
-    return K.gram(*data.rows, D, np.arange(data.d, dtype=np.int64), n,
-                  data.d if data.has_b else -1, 0.0)
+    H = np.empty((n, n))
+    row_gram(*data.rows, D, data.has_b, unit, H)
+    return H
 
 
 def _dense_share(problem):
