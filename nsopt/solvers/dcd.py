@@ -431,16 +431,27 @@ def _exact_free(kind, A_F, c_F, g_U, lam):
     top = float(np.max(np.diag(M))) if M.size else 0.0
     if not top > 0.0:
         return None
-    M[np.diag_indices_from(M)] += 1e-11 * top
+    Md = M.copy()
+    Md[np.diag_indices_from(Md)] += 1e-11 * top
     try:
-        L, _ = cho_factor(M, lower=True)
+        L, _ = cho_factor(Md, lower=True)
         L = np.tril(L)
         q = solve_triangular(L, r, lower=True)
         sol = lsq_linear(L.T, q, bounds=(np.zeros(c_F.size), upper), method="bvls",
                          tol=1e-14)
+        u = np.clip(sol.x, 0.0, upper)
+        # polish: the multipliers strictly inside solved again on M itself (no delta; the
+        # least-squares solution of least norm where M is singular), kept if in the box
+        inner = (u > 0.0) & (u < upper)
+        if np.any(inner):
+            rest = ~inner
+            rhs = r[inner] - M[np.ix_(inner, rest)] @ u[rest]
+            v = np.linalg.lstsq(M[np.ix_(inner, inner)], rhs, rcond=None)[0]
+            if np.all(v >= 0.0) and np.all(v <= upper[inner]):
+                u[inner] = v
     except (ValueError, np.linalg.LinAlgError):  # pragma: no cover - degenerate input
         return None
-    return np.clip(sol.x, 0.0, upper)
+    return u
 
 
 class _Work(NamedTuple):
@@ -958,6 +969,21 @@ class DCD(Solver):
         tt = np.empty(t.size)
         b, risk = K.check_pass(pk.kind, pk.indptr, pk.indices, pk.data, ex2, w, a, tt)
         lower = float(b) - scaled_conjugate(problem.reg, a, lam)
+        if pk.kind == 0:
+            # w(t) carries the multipliers' rounding times 1/lam: the point that puts the
+            # free examples' margins back on the kink (least-norm correction) is valued too,
+            # and the better kept (any point is an upper bound; the bound is t's alone)
+            inner = np.flatnonzero((t_new > 0.0) & (t_new < 1.0))
+            if inner.size:
+                A_in = csr[inner].toarray() * y[inner, None]
+                w2 = w + np.linalg.lstsq(A_in, 1.0 - A_in @ w, rcond=None)[0]
+                if np.all(np.isfinite(w2)):
+                    ex3 = ex2.copy()
+                    _, risk2 = K.check_pass(pk.kind, pk.indptr, pk.indices, pk.data, ex3, w2,
+                                            np.empty(w.size), np.empty(t.size))
+                    if (float(risk2) + lam * float(problem.reg.value(w2))
+                            < float(risk) + lam * float(problem.reg.value(w))):
+                        w, risk, ex2 = w2, risk2, ex3
         fun = float(risk) + lam * float(problem.reg.value(w))
         if not (math.isfinite(fun) and math.isfinite(lower)):
             return s
