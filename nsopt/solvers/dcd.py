@@ -579,6 +579,16 @@ class DCD(Solver):
         always of the whole problem.
     random_state : int, default 0
         Seed of the permutations (runs are reproducible).
+    exact_finish : bool, default True
+        Hinge and squared hinge without an intercept, d at most 256: when the dual point's
+        sets (examples at 0, at the upper bound, between) are those of the previous check,
+        the free examples and those at a bound whose margin points out of it are solved
+        exactly for them, the others fixed (a box QP on at most 1024 examples by Cholesky
+        and bounded-variable least squares, :func:`_exact_free`), and the result is offered
+        only when one exact check pass proves the gap (finite termination once the sets are
+        right; a wrong guess changes no iterate). Tries are bounded by the epochs' work.
+        Measured (``benchmarks/small.py``, 200 x 5 integer hinge at lam 1e-6): not certified
+        in 3 s without it (1.4e6 epochs), 2,672 epochs and one try (0.07 s) with it.
     **common
         ``rtol, atol, max_iter, max_time, verbose`` (see :func:`nsopt.minimize`); one
         iteration is the epochs up to a check, and the check.
