@@ -322,6 +322,7 @@ def test_the_closing_check_changes_no_iterate(loss, monkeypatch):
     at every check (an instance-level oracle: ``scores_supported`` off for the valuing only;
     the scaled point, which only the kernel's own values offer, off)."""
     monkeypatch.setattr(dcd_module, "_SCALE_PRIMAL", False)
+    monkeypatch.setattr(dcd_module, "_EXACT_MAX_DIM", 0)  # the exact finish: kernel values too
     J = _a9a_like(loss, lam=1e-3, m=2000)
     a = list((s.epochs, s.lower_bound, None if s.w is None else s.w.copy())
              for s in DCD(rtol=1e-5, check_every=2).iterate(J))
