@@ -409,6 +409,7 @@ class _ShardActor:
         self._lines = {}
         self._duals = {}
         self._scores = {}  # kept scores X_k v by key (ShardedLoss.scores: ls-bmrm's reuse)
+        self._derivatives = None  # value_and_subgradient's g, kept between calls (_fused)
 
     def start(self):
         """Build (from ``make``) and check the shard; its facts, or a ShardError."""
@@ -488,8 +489,35 @@ class _ShardActor:
         return float(self.loss._value(w))
 
     def value_and_subgradient(self, w):
-        r, a = self.loss._value_and_subgradient(w)
+        fused = self._fused()
+        if fused is None:
+            r, a = self.loss._value_and_subgradient(w)
+            return float(r), a
+        loss = self.loss
+        g = self._derivatives
+        if g is None or g.shape != (loss.m,):
+            g = self._derivatives = np.empty(loss.m)
+        params = [getattr(loss, n) for n in loss.kernel_params]
+        r, a = loss.data.fused(fused, w, loss.y, loss.c, g, params)
         return float(r), a
+
+    def _fused(self):
+        r"""The loss's one-read kernel when ``loss._value_and_subgradient`` is
+        ``ScalarLoss``'s own and would call it (``ScalarLoss._evaluate_once``); else None.
+        :meth:`value_and_subgradient` then makes the same call with its derivative buffer
+        :math:`g` (m_k floats) kept between calls: the same numbers, bitwise, without a new
+        m_k-vector per call. Why: a Dask worker runs with ``MALLOC_TRIM_THRESHOLD_`` set
+        (``distributed.nanny.pre-spawn-environ``), which keeps glibc from reusing a freed
+        large block, so each new 8 MB vector (10^6 rows) was mapped afresh: 932 page faults
+        and 6-7 ms of CPU per call on a shard of the benchmark, 1e7 nonzeros, where the
+        kernel takes ~19 ms (docs/distributed.md, "Where the time of an iteration goes")."""
+        loss = self.loss
+        if (not isinstance(loss, ScalarLoss)
+                or type(loss)._value_and_subgradient is not ScalarLoss._value_and_subgradient
+                or type(loss)._evaluate_once is not ScalarLoss._evaluate_once
+                or "_value_and_subgradient" in vars(loss) or "_evaluate_once" in vars(loss)):
+            return None
+        return loss._fused_kernels()
 
     def sup_subgradient(self, w, p):
         s, g = self.loss._sup_subgradient(w, p)
@@ -1127,6 +1155,10 @@ class ShardedLoss(Oracle):
     max_rebuilds = 3
     #: seconds a live shard has to answer a ping after a failed call
     ping_timeout = 30.0
+    #: seconds a ping may spend connecting to a shard's worker (Dask retries a refused
+    #: connection until its ``distributed.comm.timeouts.connect``, 30 s by default: the wait
+    #: for every killed worker that the scheduler still listed)
+    ping_connect_timeout = 3.0
     #: pivots per round of the distributed breakpoint search (:func:`_select_minimize`)
     line_pivots = 3
     #: breakpoints each shard samples per gap in a round of that search
@@ -1239,15 +1271,46 @@ class ShardedLoss(Oracle):
         raise ShardsLost(f"shards were lost {self.max_rebuilds + 1} times in one call; "
                          f"last: {type(error).__name__}: {error}") from error
 
-    def _alive(self, s: _Shard) -> bool:
+    def _listed_workers(self) -> set | None:
+        """The addresses of the workers the scheduler lists now (one round trip to the
+        scheduler), or None when it cannot be asked."""
+        if self.client is None:
+            return None
         try:
-            return bool(s.actor.ping().result(timeout=self.ping_timeout))
+            return set(self.client.scheduler_info()["workers"])
+        except Exception:
+            return None
+
+    def _alive(self, s: _Shard, listed: set | None = None) -> bool:
+        """Whether shard ``s`` answers. A shard whose worker the scheduler no longer lists
+        (``listed``: :meth:`_listed_workers`) is lost without a ping: a call to a killed
+        worker's address waits Dask's connect timeout (30 s by default). Otherwise a ping,
+        run on the worker's event loop (not queued behind the shard's calls), connecting for
+        at most :attr:`ping_connect_timeout` seconds, answering within :attr:`ping_timeout`.
+        A live shard taken for lost is rebuilt (the same data: its digest is compared), or,
+        without a source, ends the run ``interrupted``: never a wrong answer."""
+        address = getattr(s.actor, "_address", None)
+        if listed is not None and address is not None and address not in listed:
+            return False
+        if self.client is None:  # shards in this process (tests): a plain call
+            try:
+                return bool(s.actor.ping().result(timeout=self.ping_timeout))
+            except Exception:
+                return False
+        import dask
+
+        try:  # read when the ping connects (dask's config is process-wide)
+            with dask.config.set({"distributed.comm.timeouts.connect":
+                                  f"{self.ping_connect_timeout}s"}):
+                future = s.actor.ping(separate_thread=False)
+                return bool(future.result(timeout=self.ping_timeout))
         except Exception:
             return False
 
     def _rebuild_lost(self) -> bool:
         """Build again every shard that does not answer; False if all answer."""
-        gone = [s for s in self._shards if not self._alive(s)]
+        listed = self._listed_workers()
+        gone = [s for s in self._shards if not self._alive(s, listed)]
         if not gone:
             return False
         for s in gone:
