@@ -1087,6 +1087,19 @@ def _call_all(client, actors, method, args):
     return out
 
 
+async def _reachable(address: str, timeout: float) -> bool:
+    """Runs on the client's event loop: whether ``address`` accepts a Dask connection within
+    ``timeout`` seconds (a refused connection is retried until then)."""
+    from distributed.comm import connect
+
+    try:
+        comm = await connect(address, timeout=timeout)
+    except (OSError, TimeoutError):
+        return False
+    await comm.close()
+    return True
+
+
 def _payload(x) -> int:
     """Bytes of numbers in ``x`` (arrays' buffers, 8 per scalar; objects other than numbers,
     arrays and their containers count 0): what :attr:`ShardedLoss.traffic` adds up."""
@@ -1155,9 +1168,10 @@ class ShardedLoss(Oracle):
     max_rebuilds = 3
     #: seconds a live shard has to answer a ping after a failed call
     ping_timeout = 30.0
-    #: seconds a ping may spend connecting to a shard's worker (Dask retries a refused
-    #: connection until its ``distributed.comm.timeouts.connect``, 30 s by default: the wait
-    #: for every killed worker that the scheduler still listed)
+    #: seconds a shard's worker, still listed by the scheduler, has to accept a connection
+    #: after a failed call (direct clients; Dask's client retries a refused connection until
+    #: its ``distributed.comm.timeouts.connect``, 30 s by default: the wait for every killed
+    #: worker before)
     ping_connect_timeout = 3.0
     #: pivots per round of the distributed breakpoint search (:func:`_select_minimize`)
     line_pivots = 3
@@ -1284,11 +1298,14 @@ class ShardedLoss(Oracle):
     def _alive(self, s: _Shard, listed: set | None = None) -> bool:
         """Whether shard ``s`` answers. A shard whose worker the scheduler no longer lists
         (``listed``: :meth:`_listed_workers`) is lost without a ping: a call to a killed
-        worker's address waits Dask's connect timeout (30 s by default). Otherwise a ping,
-        run on the worker's event loop (not queued behind the shard's calls), connecting for
-        at most :attr:`ping_connect_timeout` seconds, answering within :attr:`ping_timeout`.
-        A live shard taken for lost is rebuilt (the same data: its digest is compared), or,
-        without a source, ends the run ``interrupted``: never a wrong answer."""
+        worker's address is retried until the client's connect timeout (Dask's
+        ``distributed.comm.timeouts.connect``, 30 s by default, fixed when the client was
+        made). With a client that calls the workers directly, a worker still listed must
+        accept a connection within :attr:`ping_connect_timeout` seconds (:func:`_reachable`);
+        then a ping, run on the worker's event loop (not queued behind the shard's calls),
+        must answer within :attr:`ping_timeout`. A live shard taken for lost is rebuilt (the
+        same data: its digest is compared) or, without a source, ends the run
+        ``interrupted``: never a wrong answer."""
         address = getattr(s.actor, "_address", None)
         if listed is not None and address is not None and address not in listed:
             return False
@@ -1297,13 +1314,11 @@ class ShardedLoss(Oracle):
                 return bool(s.actor.ping().result(timeout=self.ping_timeout))
             except Exception:
                 return False
-        import dask
-
-        try:  # read when the ping connects (dask's config is process-wide)
-            with dask.config.set({"distributed.comm.timeouts.connect":
-                                  f"{self.ping_connect_timeout}s"}):
-                future = s.actor.ping(separate_thread=False)
-                return bool(future.result(timeout=self.ping_timeout))
+        try:
+            if (address is not None and getattr(self.client, "direct_to_workers", False)
+                    and not self.client.sync(_reachable, address, self.ping_connect_timeout)):
+                return False
+            return bool(s.actor.ping(separate_thread=False).result(timeout=self.ping_timeout))
         except Exception:
             return False
 
