@@ -508,9 +508,10 @@ class _ShardActor:
         :math:`g` (m_k floats) kept between calls: the same numbers, bitwise, without a new
         m_k-vector per call. Why: a Dask worker runs with ``MALLOC_TRIM_THRESHOLD_`` set
         (``distributed.nanny.pre-spawn-environ``), which keeps glibc from reusing a freed
-        large block, so each new 8 MB vector (10^6 rows) was mapped afresh: 932 page faults
-        and 6-7 ms of CPU per call on a shard of the benchmark, 1e7 nonzeros, where the
-        kernel takes ~19 ms (docs/distributed.md, "Where the time of an iteration goes")."""
+        large block, so each new 8 MB vector (10^6 rows) was mapped afresh: 421-933 minor
+        page faults and 2-4 ms of system CPU per call on a shard of the benchmark (1e7
+        nonzeros, a call of ~25-37 ms), 0-7 faults now (docs/distributed.md, "The
+        1-worker iteration by CPU clock")."""
         loss = self.loss
         if (not isinstance(loss, ScalarLoss)
                 or type(loss)._value_and_subgradient is not ScalarLoss._value_and_subgradient
