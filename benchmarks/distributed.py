@@ -22,7 +22,8 @@ m = 2e6 scaled down 5x for a shared 2-core machine, ``--m`` to change it), this 
 * the driver's CPU per oracle call against the number of shards (``--only-overhead``: 1,
   2, 4, 8 tiny shards on 2 workers, so only Dask's and the reduction's work counts);
 * the whole runs of bmrm and proximal-bundle to a certified 1e-3 with 1 and 2 workers
-  (``--certified-speedup``): time, iterations, speed-up per iteration and per run;
+  (``--certified-speedup``): time, iterations, speed-up per iteration and per run, and
+  where each run's CPU went per iteration (driver threads, worker kernels, page faults);
 * the certificate: forming the sharded dual point at the end of a run, and ``check`` with it
   against ``check`` with the query points it was formed from (time, bytes back).
 
