@@ -22,7 +22,8 @@ m = 2e6 scaled down 5x for a shared 2-core machine, ``--m`` to change it), this 
 * the driver's CPU per oracle call against the number of shards (``--only-overhead``: 1,
   2, 4, 8 tiny shards on 2 workers, so only Dask's and the reduction's work counts);
 * the whole runs of bmrm and proximal-bundle to a certified 1e-3 with 1 and 2 workers
-  (``--certified-speedup``): time, iterations, speed-up per iteration and per run;
+  (``--certified-speedup``): time, iterations, speed-up per iteration and per run, and
+  where each run's CPU went per iteration (driver threads, worker kernels, page faults);
 * the certificate: forming the sharded dual point at the end of a run, and ``check`` with it
   against ``check`` with the query points it was formed from (time, bytes back).
 
@@ -202,26 +203,96 @@ def _print_speedups(tables, repeats):
                   f"(medians of {repeats}; per round {' '.join(f'{r:.2f}' for r in ratios)})")
 
 
+#: the shard methods whose CPU the breakdown counts on the workers (``_count_on_worker``)
+COUNTED = ("value_and_subgradient", "dual_form", "dual_check")
+
+
+def _count_on_worker():
+    """Runs on a worker (``client.run``): wrap the shard actor's methods of :data:`COUNTED` to
+    add up, per method, the calls, the CPU of the thread that ran them (``thread_time``) and
+    the minor page faults of the process during them (``ru_minflt``). Idempotent: a second
+    call only resets the counts."""
+    import resource
+
+    import nsopt.distributed as ndd
+
+    cls = ndd._ShardActor
+    ndd._BENCH_COUNTS = {}
+    if getattr(cls, "_bench_counted", False):
+        return
+    for name in COUNTED:
+        def wrap(self, *args, _f=getattr(cls, name), _n=name):
+            c, f = time.thread_time(), resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+            try:
+                return _f(self, *args)
+            finally:
+                row = ndd._BENCH_COUNTS.setdefault(_n, [0, 0.0, 0])
+                row[0] += 1
+                row[1] += time.thread_time() - c
+                row[2] += resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f
+        setattr(cls, name, wrap)
+    cls._bench_counted = True
+
+
+def _worker_counts():
+    """Runs on a worker: the counts of :func:`_count_on_worker` since the last reading, and
+    this process's CPU seconds (every thread), then resets the counts."""
+    import nsopt.distributed as ndd
+
+    out = {k: list(v) for k, v in getattr(ndd, "_BENCH_COUNTS", {}).items()}
+    ndd._BENCH_COUNTS = {}
+    return out, time.process_time()
+
+
 def certified_table(name, make_problem, rtol, repeats):
     """bmrm and proximal-bundle run to a *certified* relative gap ``rtol`` with 1 and with 2
     workers: the whole run's time (from the first oracle call to the checked certificate,
     its end-of-run dual points included), the iterations, and the speed-up per iteration
-    and per run. ``repeats`` rounds, each a fresh 1-worker then 2-worker cluster."""
+    and per run. ``repeats`` rounds, each a fresh 1-worker then 2-worker cluster.
+
+    With each run, where its CPU went, per iteration (clocks and counts, not wall time: the
+    machine may be shared): the driver's process CPU, split into its main thread (the
+    solver, the master problem, handing calls to Dask) and its other threads (Dask's event
+    loop: comms, serialization, the in-process scheduler); every worker process's CPU and,
+    inside it, the CPU of the shards' oracle calls and end-of-run dual points (the thread
+    that ran them) with their minor page faults; the rest of a worker's CPU is Dask's (its
+    event loop, messages, hand-over to the actor's thread); the round trips."""
     print(f"\n{name}: to a certified rtol {rtol:g}, whole runs; client {CLIENT}")
     per_it, per_run = {}, {}
     for _, n, J in _rounds(make_problem, repeats):
+        client = J.loss.client
+        client.run(_count_on_worker)
         for method in ("bmrm", "proximal-bundle"):
             nsopt.minimize(J, method=method, rtol=0.0, max_iter=2)  # warm
+            before = client.run(_worker_counts)
+            calls0 = J.loss.traffic["calls"]
+            cpu0, main0 = time.process_time(), time.thread_time()
             t = time.perf_counter()
             res = nsopt.minimize(J, method=method, rtol=rtol, max_time=1200)
             seconds = time.perf_counter() - t
+            cpu, main = time.process_time() - cpu0, time.thread_time() - main0
+            after = client.run(_worker_counts)
+            trips = J.loss.traffic["calls"] - calls0
             res.certificate.check(J)
             per_run.setdefault((method, n), []).append(seconds)
             per_it.setdefault((method, n), []).append(seconds / max(res.nit, 1))
+            nit = max(res.nit, 1)
             print(f"  {method:16s} {n} worker(s): {res.status.name}, {res.nit} it, "
-                  f"{seconds:6.2f} s, {1e3 * seconds / max(res.nit, 1):6.1f} ms/iter, "
+                  f"{seconds:6.2f} s, {1e3 * seconds / nit:6.1f} ms/iter, "
                   f"gap/fun {res.gap / res.fun:.2e} (checked); "
                   f"load {os.getloadavg()[0]:.1f}", flush=True)
+            print(f"      CPU per iteration: driver {1e3 * cpu / nit:.1f} ms (main thread "
+                  f"{1e3 * main / nit:.1f}, master {1e3 * res.info.get('inner_time', 0.0) / nit:.1f} "
+                  f"wall; other threads {1e3 * (cpu - main) / nit:.1f}); "
+                  f"{trips / nit:.2f} round trips")
+            for addr in sorted(after):
+                counts, total = after[addr][0], after[addr][1] - before[addr][1]
+                inside = sum(v[1] for v in counts.values())
+                parts = ", ".join(f"{k} {v[0] / nit:.2f} calls {1e3 * v[1] / nit:.1f} ms "
+                                  f"({v[2] / max(v[0], 1):.0f} page faults a call)"
+                                  for k, v in sorted(counts.items()))
+                print(f"      worker {addr.rsplit(':', 1)[-1]}: {1e3 * total / nit:.1f} ms: "
+                      f"{parts}; Dask's rest {1e3 * (total - inside) / nit:.1f} ms", flush=True)
     _print_speedups(((" per iteration", per_it), (" per run", per_run)), repeats)
 
 

@@ -409,6 +409,7 @@ class _ShardActor:
         self._lines = {}
         self._duals = {}
         self._scores = {}  # kept scores X_k v by key (ShardedLoss.scores: ls-bmrm's reuse)
+        self._derivatives = None  # value_and_subgradient's g, kept between calls (_fused)
 
     def start(self):
         """Build (from ``make``) and check the shard; its facts, or a ShardError."""
@@ -488,8 +489,36 @@ class _ShardActor:
         return float(self.loss._value(w))
 
     def value_and_subgradient(self, w):
-        r, a = self.loss._value_and_subgradient(w)
+        fused = self._fused()
+        if fused is None:
+            r, a = self.loss._value_and_subgradient(w)
+            return float(r), a
+        loss = self.loss
+        g = self._derivatives
+        if g is None or g.shape != (loss.m,):
+            g = self._derivatives = np.empty(loss.m)
+        params = [getattr(loss, n) for n in loss.kernel_params]
+        r, a = loss.data.fused(fused, w, loss.y, loss.c, g, params)
         return float(r), a
+
+    def _fused(self):
+        r"""The loss's one-read kernel when ``loss._value_and_subgradient`` is
+        ``ScalarLoss``'s own and would call it (``ScalarLoss._evaluate_once``); else None.
+        :meth:`value_and_subgradient` then makes the same call with its derivative buffer
+        :math:`g` (m_k floats) kept between calls: the same numbers, bitwise, without a new
+        m_k-vector per call. Why: a Dask worker runs with ``MALLOC_TRIM_THRESHOLD_`` set
+        (``distributed.nanny.pre-spawn-environ``), which keeps glibc from reusing a freed
+        large block, so each new 8 MB vector (10^6 rows) was mapped afresh: 421-933 minor
+        page faults and 2-4 ms of system CPU per call on a shard of the benchmark (1e7
+        nonzeros, a call of ~25-37 ms), 0-7 faults now (docs/distributed.md, "The
+        1-worker iteration by CPU clock")."""
+        loss = self.loss
+        if (not isinstance(loss, ScalarLoss)
+                or type(loss)._value_and_subgradient is not ScalarLoss._value_and_subgradient
+                or type(loss)._evaluate_once is not ScalarLoss._evaluate_once
+                or "_value_and_subgradient" in vars(loss) or "_evaluate_once" in vars(loss)):
+            return None
+        return loss._fused_kernels()
 
     def sup_subgradient(self, w, p):
         s, g = self.loss._sup_subgradient(w, p)
@@ -1059,6 +1088,19 @@ def _call_all(client, actors, method, args):
     return out
 
 
+async def _reachable(address: str, timeout: float) -> bool:
+    """Runs on the client's event loop: whether ``address`` accepts a Dask connection within
+    ``timeout`` seconds (a refused connection is retried until then)."""
+    from distributed.comm import connect
+
+    try:
+        comm = await connect(address, timeout=timeout)
+    except (OSError, TimeoutError):
+        return False
+    await comm.close()
+    return True
+
+
 def _payload(x) -> int:
     """Bytes of numbers in ``x`` (arrays' buffers, 8 per scalar; objects other than numbers,
     arrays and their containers count 0): what :attr:`ShardedLoss.traffic` adds up."""
@@ -1127,6 +1169,11 @@ class ShardedLoss(Oracle):
     max_rebuilds = 3
     #: seconds a live shard has to answer a ping after a failed call
     ping_timeout = 30.0
+    #: seconds a shard's worker, still listed by the scheduler, has to accept a connection
+    #: after a failed call (direct clients; Dask's client retries a refused connection until
+    #: its ``distributed.comm.timeouts.connect``, 30 s by default: the wait for every killed
+    #: worker before)
+    ping_connect_timeout = 3.0
     #: pivots per round of the distributed breakpoint search (:func:`_select_minimize`)
     line_pivots = 3
     #: breakpoints each shard samples per gap in a round of that search
@@ -1239,15 +1286,47 @@ class ShardedLoss(Oracle):
         raise ShardsLost(f"shards were lost {self.max_rebuilds + 1} times in one call; "
                          f"last: {type(error).__name__}: {error}") from error
 
-    def _alive(self, s: _Shard) -> bool:
+    def _listed_workers(self) -> set | None:
+        """The addresses of the workers the scheduler lists now (one round trip to the
+        scheduler), or None when it cannot be asked."""
+        if self.client is None:
+            return None
         try:
-            return bool(s.actor.ping().result(timeout=self.ping_timeout))
+            return set(self.client.scheduler_info()["workers"])
+        except Exception:
+            return None
+
+    def _alive(self, s: _Shard, listed: set | None = None) -> bool:
+        """Whether shard ``s`` answers. A shard whose worker the scheduler no longer lists
+        (``listed``: :meth:`_listed_workers`) is lost without a ping: a call to a killed
+        worker's address is retried until the client's connect timeout (Dask's
+        ``distributed.comm.timeouts.connect``, 30 s by default, fixed when the client was
+        made). With a client that calls the workers directly, a worker still listed must
+        accept a connection within :attr:`ping_connect_timeout` seconds (:func:`_reachable`);
+        then a ping, run on the worker's event loop (not queued behind the shard's calls),
+        must answer within :attr:`ping_timeout`. A live shard taken for lost is rebuilt (the
+        same data: its digest is compared) or, without a source, ends the run
+        ``interrupted``: never a wrong answer."""
+        address = getattr(s.actor, "_address", None)
+        if listed is not None and address is not None and address not in listed:
+            return False
+        if self.client is None:  # shards in this process (tests): a plain call
+            try:
+                return bool(s.actor.ping().result(timeout=self.ping_timeout))
+            except Exception:
+                return False
+        try:
+            if (address is not None and getattr(self.client, "direct_to_workers", False)
+                    and not self.client.sync(_reachable, address, self.ping_connect_timeout)):
+                return False
+            return bool(s.actor.ping(separate_thread=False).result(timeout=self.ping_timeout))
         except Exception:
             return False
 
     def _rebuild_lost(self) -> bool:
         """Build again every shard that does not answer; False if all answer."""
-        gone = [s for s in self._shards if not self._alive(s)]
+        listed = self._listed_workers()
+        gone = [s for s in self._shards if not self._alive(s, listed)]
         if not gone:
             return False
         for s in gone:

@@ -227,6 +227,46 @@ def test_worker_killed_without_source_stops_interrupted(client, data):
     assert fresh.value(res.x) == pytest.approx(res.fun, rel=1e-12)
 
 
+class _CountedPings:
+    """An actor handle whose pings are counted and answered "alive" without a call."""
+
+    def __init__(self, actor, pings):
+        self._actor, self._pings = actor, pings
+
+    def __getattr__(self, name):
+        if name == "ping":
+            def ping(**kw):
+                self._pings.append(kw)
+                return self._actor.info()  # a future answering something true
+            return ping
+        return getattr(self._actor, name)
+
+
+def test_worker_gone_from_the_scheduler_is_not_pinged(client, data, monkeypatch):
+    """After a failed call, a shard whose worker the scheduler no longer lists is rebuilt
+    without a ping (a ping to a killed worker's address waits Dask's connect timeout, 30 s by
+    default); a listed shard is pinged (on its worker's event loop) and kept. The rebuilt
+    shard answers the same numbers."""
+    J = _risk(nsopt.losses.Hinge, data)
+    Js = nd.shard(J, n_shards=2, client=client)
+    loss = Js.loss
+    w = np.linspace(-1.0, 1.0, J.dim)
+    before = loss._value_and_subgradient(w)
+    info = client.scheduler_info()
+    gone = loss._shards[0].actor._address
+    listed = {**info, "workers": {a: v for a, v in info["workers"].items() if a != gone}}
+    pings = []
+    loss._shards[0].actor = _CountedPings(loss._shards[0].actor, pings)
+    with monkeypatch.context() as mp:
+        mp.setattr(client, "scheduler_info", lambda *a, **k: listed)
+        assert loss._rebuild_lost() is True
+    # shard 1, listed, was pinged for real and found alive: only shard 0 was rebuilt
+    assert pings == [] and loss.n_rebuilds == 1
+    assert not isinstance(loss._shards[0].actor, _CountedPings)  # the rebuilt one
+    after = loss._value_and_subgradient(w)
+    assert after[0] == before[0] and np.array_equal(after[1], before[1])
+
+
 def test_nan_in_one_shard_names_it(client, data):
     X, y = data
     X = X.toarray()
