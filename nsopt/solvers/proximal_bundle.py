@@ -179,14 +179,25 @@ def _box_prox_master(bundle, master, u, centre, lb, ub, warm, deadline=None, max
     ``max_rounds`` the last multipliers serve (a worse step, never a wrong bound: bounds are
     computed from the multipliers by the exact formula). Returns the multipliers (feasible)
     and :math:`x = \mathrm{clip}(c - \bar a/u, lb, ub)`."""
-    rows = bundle.rows()
-    A = rows.toarray() if sp.issparse(rows) else np.asarray(rows)
-    n, d = A.shape
+    A = None        # the dense planes, formed once a coordinate is fixed
+    n, d = bundle.n, bundle.dim
     at_lb = np.zeros(d, dtype=bool)
     at_ub = np.zeros(d, dtype=bool)
     alpha = warm
     for _ in range(max_rounds):
         free = ~(at_lb | at_ub)
+        if free.all():  # the bundle's own Gram matrix (kept up to date plane by plane)
+            sol, _ = _prox_master(bundle, master, 0.0, u, centre, alpha, None, deadline)
+            alpha = bundle.feasible(sol.alpha)
+            x = centre - bundle.rmatvec(alpha) / u
+            new_lb, new_ub = x < lb, x > ub
+            if not (new_lb.any() or new_ub.any()):
+                break
+            at_lb, at_ub = new_lb, new_ub
+            continue
+        if A is None:
+            rows = bundle.rows()
+            A = rows.toarray() if sp.issparse(rows) else np.asarray(rows)
         x_fixed = np.where(at_lb, lb, ub)[~free]
         offsets = bundle.b + A[:, ~free] @ x_fixed
         if free.any():
@@ -842,7 +853,8 @@ class TrustRegionBundle(ProximalBundle):
         u = max(gnorm, 1e-12) / self.initial_step
         s = self.State(centre=ev.w, fun_centre=ev.fun, x=ev.w, queried=ev.w, u=u, delta=math.inf,
                        linearization_error=0.0, subgradient_norm=gnorm, lower_bound=-math.inf,
-                       evidence=None, stationary=False, beta=np.ones(1), bundle=bundle, master=QPSimplex(),
+                       evidence=None, stationary=False, beta=np.ones(1), bundle=bundle,
+                       master=QPSimplex(active_set=True),
                        region=region, serious=True, n_serious=0, n_null=0, n_kelley=0,
                        n_planes=1)
         return self._trial(problem, s, s.u, s.beta)
