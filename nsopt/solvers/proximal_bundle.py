@@ -710,6 +710,11 @@ class TrustRegionBundle(ProximalBundle):
     oracle calls against 190 to a certified 1e-6 on the max of 500 affine pieces (d = 50),
     and reached 2.7e-4 against 8.6e-4 in 20 s on the synthetic hinge risk (d = 123).
 
+    The master is solved in the dual by :class:`~nsopt.inner.QPSimplex` with its warm-started
+    active-set phase (``active_set=True``: an updated Cholesky factor of the support's face,
+    :math:`O(|B|^2)` per plane entering or leaving), which made the L1 fit (d = 100) 5-6x
+    cheaper in CPU time to a certified 1e-8 (``docs/solvers.md``).
+
     Parameters
     ----------
     initial_step : float > 0, default 1.0
