@@ -217,20 +217,80 @@ def _smo(G, b, lam, alpha, grad, block, n_blocks, atol, rtol, max_iter):  # prag
 
 
 @njit(cache=True)
+def _forward(L, k, rhs):  # pragma: no cover - compiled
+    """``L[:k, :k]^{-1} rhs[:k]`` (forward substitution)."""
+    y = np.empty(k)
+    for r in range(k):
+        acc = rhs[r]
+        for c in range(r):
+            acc -= L[r, c] * y[c]
+        y[r] = acc / L[r, r]
+    return y
+
+
+@njit(cache=True)
+def _backward(L, k, y):  # pragma: no cover - compiled
+    """``L[:k, :k]^{-T} y`` (back substitution), in ``y``'s place."""
+    for r in range(k - 1, -1, -1):
+        acc = y[r]
+        for c in range(r + 1, k):
+            acc -= L[c, r] * y[c]
+        y[r] = acc / L[r, r]
+    return y
+
+
+@njit(cache=True)
 def _chol_append(L, k, col, diag):  # pragma: no cover - compiled
     """Row ``k`` of the Cholesky factor of ``M`` bordered by ``col`` (``M[S, i]``) and ``diag``
     (``M[i, i]``): ``(l, d2)`` with ``L[:k, :k] l = col`` and ``d2 = diag - l^T l``, the squared
     new pivot (``<= 0`` up to rounding when the new row is dependent). ``L`` is not written."""
-    l = np.empty(k)
-    for r in range(k):
-        acc = col[r]
-        for c in range(r):
-            acc -= L[r, c] * l[c]
-        l[r] = acc / L[r, r]
+    l = _forward(L, k, col)
     d2 = diag
     for r in range(k):
         d2 -= l[r] * l[r]
     return l, d2
+
+
+@njit(cache=True)
+def _support_add(G, inv, rho, dep, L, S, inS, k, i, col):  # pragma: no cover - compiled
+    """Let plane ``i`` join the support ``S[:k]`` when its lifted slope is independent of
+    theirs (the new pivot of ``M = G / lam + rho 11^T`` above ``dep`` of its diagonal): the
+    factor ``L`` gains row ``k``. Returns ``(k', l)``: ``k + 1``, or ``k`` (not added) with
+    ``l = L^{-1} M[S, i]`` for the caller's pivot."""
+    for r in range(k):
+        col[r] = G[S[r], i] * inv + rho
+    diag = G[i, i] * inv + rho
+    l, d2 = _chol_append(L, k, col, diag)
+    if not d2 > dep * diag:
+        return k, l
+    for c in range(k):
+        L[k, c] = l[c]
+    L[k, k] = math.sqrt(d2)
+    S[k] = i
+    inS[i] = True
+    return k + 1, l
+
+
+@njit(cache=True)
+def _support_remove(L, S, inS, k, r):  # pragma: no cover - compiled
+    """Plane ``S[r]`` leaves the support ``S[:k]`` (its factor row and column go); ``k - 1``."""
+    inS[S[r]] = False
+    _chol_delete(L, k, r)
+    for t in range(r, k - 1):
+        S[t] = S[t + 1]
+    return k - 1
+
+
+@njit(cache=True)
+def _normalize_support(alpha, S, k):  # pragma: no cover - compiled
+    """Scale ``alpha`` on ``S[:k]`` to sum 1; returns the sum before (not scaled when <= 0)."""
+    total = 0.0
+    for r in range(k):
+        total += alpha[S[r]]
+    if total > 0.0:
+        for r in range(k):
+            alpha[S[r]] /= total
+    return total
 
 
 @njit(cache=True)
@@ -263,18 +323,7 @@ def _chol_delete(L, k, r):  # pragma: no cover - compiled
 @njit(cache=True)
 def _chol_solve(L, k, rhs):  # pragma: no cover - compiled
     """``(L L^T)^{-1} rhs`` for the leading ``k x k`` block of ``L``."""
-    y = np.empty(k)
-    for r in range(k):
-        acc = rhs[r]
-        for c in range(r):
-            acc -= L[r, c] * y[c]
-        y[r] = acc / L[r, r]
-    for r in range(k - 1, -1, -1):
-        acc = y[r]
-        for c in range(r + 1, k):
-            acc -= L[c, r] * y[c]
-        y[r] = acc / L[r, r]
-    return y
+    return _backward(L, k, _forward(L, k, rhs))
 
 
 @njit(cache=True)
@@ -319,27 +368,12 @@ def _active_set(G, b, lam, alpha, atol, max_iter):  # pragma: no cover - compile
         i = order[t]
         if not alpha[i] > 0.0:
             break
-        for r in range(k):
-            col[r] = G[S[r], i] * inv + rho
-        diag = G[i, i] * inv + rho
-        l, d2 = _chol_append(L, k, col, diag)
-        if d2 > dep * diag:
-            for c in range(k):
-                L[k, c] = l[c]
-            L[k, k] = math.sqrt(d2)
-            S[k] = i
-            inS[i] = True
-            k += 1
-    total = 0.0
-    for r in range(k):
-        total += alpha[S[r]]
-    if not total > 0.0:
-        return 0, np.inf, 2
+        k = _support_add(G, inv, rho, dep, L, S, inS, k, i, col)[0]
     for i in range(n):
-        if inS[i]:
-            alpha[i] = alpha[i] / total
-        else:
+        if not inS[i]:
             alpha[i] = 0.0
+    if not _normalize_support(alpha, S, k) > 0.0:
+        return 0, np.inf, 2
     rhs_b = np.empty(cap)
     ones = np.ones(cap)
     grad = np.empty(n)
@@ -376,26 +410,12 @@ def _active_set(G, b, lam, alpha, atol, max_iter):  # pragma: no cover - compile
                 a = alpha[S[r]]
                 alpha[S[r]] = max(a + step * (p - a), 0.0)
             if block >= 0:
-                j = S[block]
-                alpha[j] = 0.0
-                inS[j] = False
-                _chol_delete(L, k, block)
-                for r in range(block, k - 1):
-                    S[r] = S[r + 1]
-                k -= 1
-                total = 0.0
-                for r in range(k):
-                    total += alpha[S[r]]
-                if not total > 0.0:
+                alpha[S[block]] = 0.0
+                k = _support_remove(L, S, inS, k, block)
+                if not _normalize_support(alpha, S, k) > 0.0:
                     return it, viol, 2
-                for r in range(k):
-                    alpha[S[r]] /= total
                 continue
-            total = 0.0
-            for r in range(k):
-                total += alpha[S[r]]
-            for r in range(k):
-                alpha[S[r]] /= total
+            _normalize_support(alpha, S, k)
             at_face = True
         # at the face's minimiser: the values b - G alpha / lam and the entering plane
         for i in range(n):
@@ -415,26 +435,13 @@ def _active_set(G, b, lam, alpha, atol, max_iter):  # pragma: no cover - compile
         viol = best - common if enter >= 0 else 0.0
         if enter < 0 or viol <= atol:
             return it, max(viol, 0.0), 0
-        for r in range(k):
-            col[r] = G[S[r], enter] * inv + rho
-        diag = G[enter, enter] * inv + rho
-        l, d2 = _chol_append(L, k, col, diag)
-        if d2 > dep * diag:
-            for c in range(k):
-                L[k, c] = l[c]
-            L[k, k] = math.sqrt(d2)
-            S[k] = enter
-            inS[enter] = True
-            k += 1
+        k_new, l = _support_add(G, inv, rho, dep, L, S, inS, k, enter, col)
+        if k_new > k:
+            k = k_new
             at_face = False
             continue
         # dependent: z_enter = sum_r c_r z_S[r]; pivot along e_enter - sum_r c_r e_S[r]
-        cvec = np.empty(k)
-        for r in range(k - 1, -1, -1):
-            acc = l[r]
-            for c in range(r + 1, k):
-                acc -= L[c, r] * cvec[c]
-            cvec[r] = acc / L[r, r]
+        cvec = _backward(L, k, l.copy())
         step = np.inf
         block = -1
         for r in range(k):
@@ -447,30 +454,14 @@ def _active_set(G, b, lam, alpha, atol, max_iter):  # pragma: no cover - compile
             return it, viol, 2
         for r in range(k):
             alpha[S[r]] = max(alpha[S[r]] - step * cvec[r], 0.0)
-        j = S[block]
-        alpha[j] = 0.0
+        alpha[S[block]] = 0.0
         alpha[enter] = step
-        inS[j] = False
-        _chol_delete(L, k, block)
-        for r in range(block, k - 1):
-            S[r] = S[r + 1]
-        k -= 1
-        for r in range(k):
-            col[r] = G[S[r], enter] * inv + rho
-        l, d2 = _chol_append(L, k, col, diag)
-        if not d2 > dep * diag:
+        k = _support_remove(L, S, inS, k, block)
+        k_new = _support_add(G, inv, rho, dep, L, S, inS, k, enter, col)[0]
+        if k_new == k:
             return it, viol, 2
-        for c in range(k):
-            L[k, c] = l[c]
-        L[k, k] = math.sqrt(d2)
-        S[k] = enter
-        inS[enter] = True
-        k += 1
-        total = 0.0
-        for r in range(k):
-            total += alpha[S[r]]
-        for r in range(k):
-            alpha[S[r]] /= total
+        k = k_new
+        _normalize_support(alpha, S, k)
         at_face = False
     return it, viol, 1
 
