@@ -63,7 +63,7 @@ def test_active_set_reaches_the_brute_force_optimum(seed, n, d, duplicates, warm
     A, b, lam = _instance(seed, n, d, duplicates)
     alpha = (np.random.default_rng(seed + 1).random(n) + 1e-3) if warm else np.eye(n)[0]
     alpha = alpha / alpha.sum()
-    it, viol, status = _active_set(A @ A.T, b, lam, alpha, 1e-12, 1000)
+    it, viol, status = _active_set(A @ A.T, b, lam, alpha, 1e-12, 1000, min(n, d + 1))
     assert status == 0
     assert alpha.min() >= 0.0 and abs(alpha.sum() - 1.0) < 1e-12
     ref = _brute_force(A, b, lam)

@@ -261,7 +261,7 @@ def _support_add(G, inv, rho, dep, L, S, inS, k, i, col):  # pragma: no cover - 
         col[r] = G[S[r], i] * inv + rho
     diag = G[i, i] * inv + rho
     l, d2 = _chol_append(L, k, col, diag)
-    if not d2 > dep * diag:
+    if not d2 > dep * diag or k == L.shape[0]:   # dependent, or no room (k = d + 1 already)
         return k, l
     for c in range(k):
         L[k, c] = l[c]
@@ -327,7 +327,7 @@ def _chol_solve(L, k, rhs):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def _active_set(G, b, lam, alpha, atol, max_iter):  # pragma: no cover - compiled
+def _active_set(G, b, lam, alpha, atol, max_iter, cap):  # pragma: no cover - compiled
     r"""A primal active-set method for :math:`\min_{\alpha\in\Delta_n} \tfrac1{2\lambda}
     \alpha^TG\alpha - b^T\alpha` (one simplex), warm-started from ``alpha`` (updated in place).
 
@@ -344,6 +344,9 @@ def _active_set(G, b, lam, alpha, atol, max_iter):  # pragma: no cover - compile
     updated by one row per entering plane and by Givens rotations per leaving one,
     :math:`O(|S|^2)` each (Kiwiel's QP method for bundle subproblems works on the same faces).
 
+    ``cap``: the most planes a support can hold, ``min(n, d + 1)`` (the factor is
+    ``cap x cap``).
+
     Returns ``(iterations, violation, status)``: the last violation
     :math:`\max_i g_i - \alpha^Tg` seen, status 0 (stopped at ``atol``), 1 (``max_iter``),
     2 (a numerical failure: the caller's SMO and polish take over from ``alpha``, which is
@@ -357,7 +360,7 @@ def _active_set(G, b, lam, alpha, atol, max_iter):  # pragma: no cover - compile
     inv = 1.0 / lam
     rho = maxdiag * inv if maxdiag > 0.0 else 1.0
     dep = 1e-11
-    cap = n
+    cap = max(min(cap, n), 1)
     L = np.zeros((cap, cap))
     S = np.empty(cap, dtype=np.int64)
     inS = np.zeros(n, dtype=np.bool_)
@@ -545,7 +548,8 @@ class QPSimplex(InnerSolver):
             # the exact face solves first (warm: a few entering / leaving planes); SMO and
             # the polish below only finish what rounding leaves
             n_active, _, status = _active_set(G_smo, b, lam, alpha,
-                                              0.5 * default_tol(tol, b_max), self.max_iter)
+                                              0.5 * default_tol(tol, b_max), self.max_iter,
+                                              min(n, int(bundle.dim) + 1))
             if status == 2:
                 alpha = blocks.normalize(np.maximum(alpha, 0.0))
         grad, viol, dual, target, noise, a = self._measure(bundle, lam, alpha, tol, blocks, b_max)
