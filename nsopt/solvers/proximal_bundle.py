@@ -166,6 +166,12 @@ class _DensePlanes:
         return self.A.T @ alpha
 
 
+#: the box and rows masters' solver once a coordinate is fixed or a row held (SMO and polish,
+#: without the active-set phase: with it a half-infinite box stalled the trust region on a max
+#: of affine pieces, tests/test_any_oracle.py::test_half_infinite_box_for_the_trust_region_bundle)
+_SMO = QPSimplex()
+
+
 def _box_prox_master(bundle, master, u, centre, lb, ub, warm, deadline=None, max_rounds=30):
     r"""The proximal master over a box, :math:`\min_{lb \le x \le ub} \max_i \langle a_i,
     x\rangle + b_i + \tfrac u2\|x - c\|^2`, by an active set on the coordinates.
@@ -203,7 +209,7 @@ def _box_prox_master(bundle, master, u, centre, lb, ub, warm, deadline=None, max
         if free.any():
             Af = A[:, free]
             sub = _DensePlanes(np.ascontiguousarray(Af), offsets, Af @ Af.T)
-            sol, _ = _prox_master(sub, master, 0.0, u, centre[free], alpha, None, deadline)
+            sol, _ = _prox_master(sub, _SMO, 0.0, u, centre[free], alpha, None, deadline)
             alpha = bundle.feasible(sol.alpha)
         else:   # every coordinate at a bound: the highest plane there
             alpha = np.zeros(n)
@@ -317,7 +323,7 @@ def _rows_prox_master(bundle, master, u, centre, lb, ub, A_ub, b_ub, warm=None, 
             B = AF @ N if N is not None else AF
             cz = N.T @ (cF - xp) if N is not None else cF
             sub = _DensePlanes(np.ascontiguousarray(B), offsets + AF @ xp, B @ B.T)
-            sol, _ = _prox_master(sub, master, 0.0, u, cz, alpha, None, deadline)
+            sol, _ = _prox_master(sub, _SMO, 0.0, u, cz, alpha, None, deadline)
             alpha = bundle.feasible(sol.alpha)
             z = cz - (B.T @ alpha) / u
             xF = xp + (N @ z if N is not None else z)
