@@ -59,7 +59,8 @@ setting, so the ratios compare like with like.
 
 Usage: OPENBLAS_NUM_THREADS=1 python benchmarks/any_oracle.py [--functions ...] [--methods level-bundle
        proximal-bundle subbfgs sublbfgs] [--tols 1e-3 1e-6 1e-8] [--max-time 20]
-       [--region box|ball] [--no-scs] [--size full|tiny] [--minorants K]
+       [--region box|ball] [--no-scs] [--size full|tiny] [--minorants K] [--clock wall|cpu]
+       [--repeats N]
 
 ``--minorants K`` (default ``MINORANTS``: 16 for max-affine, 8 for max-eigenvalue, 0 for
 Chebyshev and the L1 fits, where the oracle costs less than the planes; 0: none): the extra
@@ -243,15 +244,41 @@ def cvxpy_solve(f, expression, region, solver, **settings):
     return seconds, solver_seconds, value
 
 
-def run_method(f, method, region, rtol, max_time):
+class CpuClock:
+    """A callback (scipy's ``intermediate_result`` form) that records the process CPU seconds
+    since the run's start at every step: ``--clock cpu`` reads the seconds to a tolerance from
+    it (the run's own ``time`` column is wall time, inflated by the load of a shared machine)."""
+
+    def __init__(self):
+        self.start = time.process_time()
+        self.rows = {"time": [], "gap": [], "fun": [], "nfev": []}
+
+    def __call__(self, intermediate_result):
+        r = intermediate_result
+        for key, value in (("time", time.process_time() - self.start), ("gap", r.gap),
+                           ("fun", r.fun), ("nfev", r.nfev)):
+            self.rows[key].append(value)
+
+
+#: the CPU clock's rows of each run (``--clock cpu``), by ``id`` of its Result
+CPU_ROWS: dict = {}
+
+
+def run_method(f, method, region, rtol, max_time, clock="wall"):
     """``(Result, None)`` of one run, or ``(why, exception)`` when the method refuses the
-    region's option."""
+    region's option. With ``clock="cpu"``, ``CPU_ROWS[id(result)]`` holds the CPU seconds of
+    every step (:class:`CpuClock`)."""
     options = region_options(method, region)
     try:
         solver = SOLVERS[method](rtol=rtol, max_time=max_time, **options)
     except TypeError as exc:  # an unknown option
         return f"refuses {', '.join(options)}", exc
     try:
+        if clock == "cpu":
+            recorder = CpuClock()
+            res = solver.solve(f, callback=recorder)
+            CPU_ROWS[id(res)] = recorder.rows   # a Result is frozen: kept beside it
+            return res, None
         return solver.solve(f), None
     except ProblemNotSupported as exc:
         return f"refuses {', '.join(options)}", exc
@@ -302,6 +329,13 @@ def main(argv=None):
                     help="extra minorants per oracle call offered by max-affine, chebyshev, "
                          "max-eigenvalue and the L1 fits (Oracle.minorants; 0: none; default "
                          f"{MINORANTS})")
+    ap.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                    help="seconds to a tolerance: the run's wall time, or the process CPU time "
+                         "recorded by a callback at every step (Clarabel's column stays wall, "
+                         "with its CPU seconds added); on a shared machine the CPU ratio is the "
+                         "steadier one")
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="runs of every method (and of Clarabel) per function, alternating")
     args = ap.parse_args(argv)
     if args.minorants is not None and args.minorants < 0:
         ap.error(f"--minorants must be >= 0, got {args.minorants}")
@@ -325,7 +359,9 @@ def main(argv=None):
         f, expression = built
         _, _, x_ref = cvxpy_solve(f, expression, None, cp.CLARABEL)
         region = Region(args.region, x_ref, halfspace=name.endswith("-halfspace"))
+        cpu0 = time.process_time()
         clar_s, clar_solver_s, x_cl = cvxpy_solve(f, expression, region, cp.CLARABEL)
+        clar_cpu = time.process_time() - cpu0
         f_star = f.value(region.project(x_cl))
         if args.no_scs:
             scs = "SCS not run"
@@ -338,22 +374,30 @@ def main(argv=None):
                 err = (f.value(region.project(x_scs)) - f_star) / abs(f_star)
                 scs = f"SCS {scs_s:.2f} s (rel. err {err:.1e})"
         print(f"\n{name}  d={f.dim}  f*={f_star:.10g}  Clarabel {clar_s:.2f} s "
-              f"(solver {clar_solver_s:.2f} s)  {scs}  {region}", flush=True)
-        print(f"  {'method':<16}{head}{f't({rtol:g})/Clarabel':>18}   end of run")
+              f"(solver {clar_solver_s:.2f} s, CPU {clar_cpu:.2f} s)  {scs}  {region}", flush=True)
+        print(f"  {'method':<16}{head}{f't({rtol:g})/Clarabel':>18}   end of run"
+              + ("   (CPU seconds, ratio to Clarabel's CPU seconds of the same round)"
+                 if args.clock == "cpu" else ""))
         runs = {}
-        for method in args.methods:
-            res, exc = run_method(f, method, region, rtol, args.max_time)
+        for method, rep in [(m, r) for r in range(args.repeats) for m in args.methods]:
+            if rep and method == args.methods[0]:   # Clarabel again, in the same round
+                cpu0 = time.process_time()
+                clar_s = cvxpy_solve(f, expression, region, cp.CLARABEL)[0]
+                clar_cpu = time.process_time() - cpu0
+                print(f"  round {rep + 1}: Clarabel {clar_s:.2f} s (CPU {clar_cpu:.2f} s)")
+            res, exc = run_method(f, method, region, rtol, args.max_time, args.clock)
             runs[method] = res
             if isinstance(res, str):
                 print(f"  {method:<16}  n/a ({res}; {type(exc).__name__})", flush=True)
                 continue
             cells, reached = "", None
             for tol in tols:
-                reached = first_reached(res.history, tol)
+                reached = first_reached(CPU_ROWS.get(id(res), res.history), tol)
                 cells += (f"{reached[0]:>11.2f}{reached[1]:>8d}" if reached else f"  {why_not(res)}")
                 if reached is None:
                     break
-            ratio = f"{reached[0] / clar_s:>18.2f}" if reached else ""
+            base = clar_cpu if args.clock == "cpu" else clar_s
+            ratio = f"{reached[0] / base:>18.2f}" if reached else ""
             end = f"   {res.status.value}, {res.time:.1f} s, {res.nfev} calls" if reached else ""
             print(f"  {method:<16}{cells}{ratio}{end}  [{given(method, region)}]", flush=True)
         # every lower bound below the best value seen at a point of the region

@@ -216,6 +216,259 @@ def _smo(G, b, lam, alpha, grad, block, n_blocks, atol, rtol, max_iter):  # prag
     return it, viol
 
 
+@njit(cache=True)
+def _forward(L, k, rhs):  # pragma: no cover - compiled
+    """``L[:k, :k]^{-1} rhs[:k]`` (forward substitution)."""
+    y = np.empty(k)
+    for r in range(k):
+        acc = rhs[r]
+        for c in range(r):
+            acc -= L[r, c] * y[c]
+        y[r] = acc / L[r, r]
+    return y
+
+
+@njit(cache=True)
+def _backward(L, k, y):  # pragma: no cover - compiled
+    """``L[:k, :k]^{-T} y`` (back substitution), in ``y``'s place."""
+    for r in range(k - 1, -1, -1):
+        acc = y[r]
+        for c in range(r + 1, k):
+            acc -= L[c, r] * y[c]
+        y[r] = acc / L[r, r]
+    return y
+
+
+@njit(cache=True)
+def _chol_append(L, k, col, diag):  # pragma: no cover - compiled
+    """Row ``k`` of the Cholesky factor of ``M`` bordered by ``col`` (``M[S, i]``) and ``diag``
+    (``M[i, i]``): ``(l, d2)`` with ``L[:k, :k] l = col`` and ``d2 = diag - l^T l``, the squared
+    new pivot (``<= 0`` up to rounding when the new row is dependent). ``L`` is not written."""
+    l = _forward(L, k, col)
+    d2 = diag
+    for r in range(k):
+        d2 -= l[r] * l[r]
+    return l, d2
+
+
+@njit(cache=True)
+def _support_add(G, inv, rho, dep, L, S, inS, k, i, col):  # pragma: no cover - compiled
+    """Let plane ``i`` join the support ``S[:k]`` when its lifted slope is independent of
+    theirs (the new pivot of ``M = G / lam + rho 11^T`` above ``dep`` of its diagonal): the
+    factor ``L`` gains row ``k``. Returns ``(k', l)``: ``k + 1``, or ``k`` (not added) with
+    ``l = L^{-1} M[S, i]`` for the caller's pivot."""
+    for r in range(k):
+        col[r] = G[S[r], i] * inv + rho
+    diag = G[i, i] * inv + rho
+    l, d2 = _chol_append(L, k, col, diag)
+    if not d2 > dep * diag or k == L.shape[0]:   # dependent, or no room (k = d + 1 already)
+        return k, l
+    for c in range(k):
+        L[k, c] = l[c]
+    L[k, k] = math.sqrt(d2)
+    S[k] = i
+    inS[i] = True
+    return k + 1, l
+
+
+@njit(cache=True)
+def _support_remove(L, S, inS, k, r):  # pragma: no cover - compiled
+    """Plane ``S[r]`` leaves the support ``S[:k]`` (its factor row and column go); ``k - 1``."""
+    inS[S[r]] = False
+    _chol_delete(L, k, r)
+    for t in range(r, k - 1):
+        S[t] = S[t + 1]
+    return k - 1
+
+
+@njit(cache=True)
+def _normalize_support(alpha, S, k):  # pragma: no cover - compiled
+    """Scale ``alpha`` on ``S[:k]`` to sum 1; returns the sum before (not scaled when <= 0)."""
+    total = 0.0
+    for r in range(k):
+        total += alpha[S[r]]
+    if total > 0.0:
+        for r in range(k):
+            alpha[S[r]] /= total
+    return total
+
+
+@njit(cache=True)
+def _chol_delete(L, k, r):  # pragma: no cover - compiled
+    """Remove row and column ``r`` from the ``k x k`` lower Cholesky factor ``L`` in place
+    (``L L^T`` loses row and column ``r``): the rows below shift up and Givens rotations of
+    columns ``(i, i + 1)`` restore the triangle, :math:`O(k^2)` (Golub and Van Loan, Sec. 6.5)."""
+    for i in range(r, k - 1):
+        for c in range(i + 2):
+            L[i, c] = L[i + 1, c]
+    for i in range(r, k - 1):
+        a = L[i, i]
+        e = L[i, i + 1]
+        h = math.hypot(a, e)
+        if h == 0.0:
+            continue
+        cs = a / h
+        sn = e / h
+        for row in range(i, k - 1):
+            x = L[row, i]
+            y = L[row, i + 1]
+            L[row, i] = cs * x + sn * y
+            L[row, i + 1] = cs * y - sn * x
+        L[i, i + 1] = 0.0
+    for c in range(k):
+        L[k - 1, c] = 0.0
+        L[c, k - 1] = 0.0
+
+
+@njit(cache=True)
+def _chol_solve(L, k, rhs):  # pragma: no cover - compiled
+    """``(L L^T)^{-1} rhs`` for the leading ``k x k`` block of ``L``."""
+    return _backward(L, k, _forward(L, k, rhs))
+
+
+@njit(cache=True)
+def _active_set(G, b, lam, alpha, atol, max_iter, cap):  # pragma: no cover - compiled
+    r"""A primal active-set method for :math:`\min_{\alpha\in\Delta_n} \tfrac1{2\lambda}
+    \alpha^TG\alpha - b^T\alpha` (one simplex), warm-started from ``alpha`` (updated in place).
+
+    The face of the support ``S`` is solved exactly through the Cholesky factor of
+    :math:`M_{SS}`, :math:`M = G/\lambda + \rho 11^T`: on :math:`1^T\alpha = 1` the term
+    :math:`\rho 11^T` only adds a constant, and it makes :math:`M_{SS}` positive definite
+    exactly when the lifted slopes :math:`(a_i, 1)` of ``S`` are independent, which the method
+    keeps (so ``|S| <= d + 1``, and the faces of a polyhedral model with ``d + 1`` active planes,
+    singular in :math:`G`, are not). Then, as in Nocedal and Wright's Alg. 16.3: move towards
+    the face's minimiser until a multiplier reaches 0 (it leaves ``S``), or, at the face's
+    minimiser, let the plane of largest value :math:`b_i - (G\alpha)_i/\lambda` above the
+    support's common value enter; a plane whose lifted slope depends on ``S``'s enters by a
+    pivot along the null direction (a ratio test, as in the simplex method). The factor is
+    updated by one row per entering plane and by Givens rotations per leaving one,
+    :math:`O(|S|^2)` each (Kiwiel's QP method for bundle subproblems works on the same faces).
+
+    ``cap``: the most planes a support can hold, ``min(n, d + 1)`` (the factor is
+    ``cap x cap``).
+
+    Returns ``(iterations, violation, status)``: the last violation
+    :math:`\max_i g_i - \alpha^Tg` seen, status 0 (stopped at ``atol``), 1 (``max_iter``),
+    2 (a numerical failure: the caller's SMO and polish take over from ``alpha``, which is
+    always feasible).
+    """
+    n = b.shape[0]
+    maxdiag = 0.0
+    for i in range(n):
+        if G[i, i] > maxdiag:
+            maxdiag = G[i, i]
+    inv = 1.0 / lam
+    rho = maxdiag * inv if maxdiag > 0.0 else 1.0
+    dep = 1e-11
+    cap = max(min(cap, n), 1)
+    L = np.zeros((cap, cap))
+    S = np.empty(cap, dtype=np.int64)
+    inS = np.zeros(n, dtype=np.bool_)
+    k = 0
+    col = np.empty(cap)
+    order = np.argsort(-alpha)
+    for t in range(n):
+        i = order[t]
+        if not alpha[i] > 0.0:
+            break
+        k = _support_add(G, inv, rho, dep, L, S, inS, k, i, col)[0]
+    for i in range(n):
+        if not inS[i]:
+            alpha[i] = 0.0
+    if not _normalize_support(alpha, S, k) > 0.0:
+        return 0, np.inf, 2
+    rhs_b = np.empty(cap)
+    ones = np.ones(cap)
+    grad = np.empty(n)
+    viol = np.inf
+    it = 0
+    at_face = False
+    while it < max_iter:
+        it += 1
+        if not at_face:
+            for r in range(k):
+                rhs_b[r] = b[S[r]]
+            y1 = _chol_solve(L, k, rhs_b)
+            y2 = _chol_solve(L, k, ones)
+            s1 = 0.0
+            s2 = 0.0
+            for r in range(k):
+                s1 += y1[r]
+                s2 += y2[r]
+            if not (s2 > 0.0 and math.isfinite(s1)):
+                return it, viol, 2
+            nu = (s1 - 1.0) / s2
+            step = 1.0
+            block = -1
+            for r in range(k):
+                p = y1[r] - nu * y2[r]
+                a = alpha[S[r]]
+                if p < a and p <= 0.0:
+                    ratio = a / (a - p)
+                    if ratio < step:
+                        step = ratio
+                        block = r
+            for r in range(k):
+                p = y1[r] - nu * y2[r]
+                a = alpha[S[r]]
+                alpha[S[r]] = max(a + step * (p - a), 0.0)
+            if block >= 0:
+                alpha[S[block]] = 0.0
+                k = _support_remove(L, S, inS, k, block)
+                if not _normalize_support(alpha, S, k) > 0.0:
+                    return it, viol, 2
+                continue
+            _normalize_support(alpha, S, k)
+            at_face = True
+        # at the face's minimiser: the values b - G alpha / lam and the entering plane
+        for i in range(n):
+            acc = 0.0
+            for r in range(k):
+                acc += G[i, S[r]] * alpha[S[r]]
+            grad[i] = b[i] - acc * inv
+        common = 0.0
+        for r in range(k):
+            common += alpha[S[r]] * grad[S[r]]
+        best = -np.inf
+        enter = -1
+        for i in range(n):
+            if not inS[i] and grad[i] > best:
+                best = grad[i]
+                enter = i
+        viol = best - common if enter >= 0 else 0.0
+        if enter < 0 or viol <= atol:
+            return it, max(viol, 0.0), 0
+        k_new, l = _support_add(G, inv, rho, dep, L, S, inS, k, enter, col)
+        if k_new > k:
+            k = k_new
+            at_face = False
+            continue
+        # dependent: z_enter = sum_r c_r z_S[r]; pivot along e_enter - sum_r c_r e_S[r]
+        cvec = _backward(L, k, l.copy())
+        step = np.inf
+        block = -1
+        for r in range(k):
+            if cvec[r] > 0.0:
+                ratio = alpha[S[r]] / cvec[r]
+                if ratio < step:
+                    step = ratio
+                    block = r
+        if block < 0:
+            return it, viol, 2
+        for r in range(k):
+            alpha[S[r]] = max(alpha[S[r]] - step * cvec[r], 0.0)
+        alpha[S[block]] = 0.0
+        alpha[enter] = step
+        k = _support_remove(L, S, inS, k, block)
+        k_new = _support_add(G, inv, rho, dep, L, S, inS, k, enter, col)[0]
+        if k_new == k:
+            return it, viol, 2
+        k = k_new
+        _normalize_support(alpha, S, k)
+        at_face = False
+    return it, viol, 1
+
+
 class QPSimplex(InnerSolver):
     r"""Master dual of a quadratic regularizer by a compiled SMO method (numba).
 
@@ -229,6 +482,12 @@ class QPSimplex(InnerSolver):
         Maximum number of pair updates per solve, ``>= 1``.
     polish_rounds : int, default 50
         Maximum number of exact face solves (polishes) per solve, ``>= 0``; ``0`` is pure SMO.
+    active_set : bool, default False
+        Start with the compiled primal active-set method (:func:`_active_set`): exact face
+        solves through an updated Cholesky factor, :math:`O(|S|^2)` per entering or leaving
+        plane, warm from ``warm``; SMO and the polish then finish what rounding leaves (one
+        block only). The trust-region bundle's master uses it: on its faces of ~d + 1 planes
+        the polishes' least-squares solves cost ~20 ms a master solve at d = 100.
 
     Notes
     -----
@@ -259,9 +518,13 @@ class QPSimplex(InnerSolver):
     name = "qp"
     families = ("qp",)
 
-    def __init__(self, *, max_iter: int = 100000, polish_rounds: int = 50):
+    def __init__(self, *, max_iter: int = 100000, polish_rounds: int = 50,
+                 active_set: bool = False):
         self.max_iter = check_int_option(max_iter, "max_iter")
         self.polish_rounds = check_int_option(polish_rounds, "polish_rounds", low=0)
+        if not isinstance(active_set, (bool, np.bool_)):
+            raise TypeError(f"active_set must be a bool, got {active_set!r}")
+        self.active_set = bool(active_set)
 
     def _solve(self, bundle, reg, lam, warm, tol, deadline=None):
         G = bundle.G
@@ -279,13 +542,22 @@ class QPSimplex(InnerSolver):
         else:
             alpha = warm
         b_max = float(np.abs(b).max())  # |b|'s part of the rounding floor, fixed in the solve
+        G_smo = _c_block(G, _gram_buffer(bundle))
+        n_active = 0
+        if self.active_set and not blocks.multi:
+            # the exact face solves first (warm: a few entering / leaving planes); SMO and
+            # the polish below only finish what rounding leaves
+            n_active, _, status = _active_set(G_smo, b, lam, alpha,
+                                              0.5 * default_tol(tol, b_max), self.max_iter,
+                                              min(n, int(bundle.dim) + 1))
+            if status == 2:
+                alpha = blocks.normalize(np.maximum(alpha, 0.0))
         grad, viol, dual, target, noise, a = self._measure(bundle, lam, alpha, tol, blocks, b_max)
         # the multipliers last measured with (MA)^T alpha and the plane values, while fresh (no
         # pair update since: _smo moves alpha and grad in place)
         last, fresh = (alpha, a, grad), True
         n_iter = polishes = stalls = 0
         best = dual
-        G_smo = _c_block(G, _gram_buffer(bundle))
         while viol > target and n_iter < self.max_iter and not past(deadline):
             # SMO pair updates, in rounds of a few per plane of the support ...
             support = alpha > 0
@@ -326,7 +598,7 @@ class QPSimplex(InnerSolver):
                     best, stalls = dual, 0
             elif it == 0:
                 break
-        n_iter += polishes
+        n_iter += polishes + n_active
         measured = last if fresh and last[0] is alpha else None
         normalized = blocks.normalize(alpha)
         if measured is not None and not np.array_equal(normalized, alpha):
