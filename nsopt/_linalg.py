@@ -6,7 +6,20 @@ from typing import Callable
 import numpy as np
 from numba import njit
 
-__all__ = ["distance", "lincomb", "spectral_norm_sq"]
+__all__ = ["distance", "kernel_input", "lincomb", "spectral_norm_sq"]
+
+
+def kernel_input(a: np.ndarray) -> np.ndarray:
+    """``a`` as a read-only view (no copy), for a compiled kernel that only reads it.
+
+    numba compiles one machine-code variant per argument type, and an array's read-only flag
+    is part of its type: a kernel fed a mix of the user's, a frozen iterate's and fresh arrays
+    was compiled for up to ``2^k`` flag patterns of its ``k`` inputs (the level set's
+    projection: 5 variants of about 9 s of compiling each). Passing every read-only input
+    through this keeps one."""
+    view = a.view()
+    view.flags.writeable = False
+    return view
 
 
 def distance(a: np.ndarray, b: np.ndarray, block: int = 1 << 16) -> float:

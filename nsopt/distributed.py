@@ -935,7 +935,7 @@ class _ShardActor:
         out = self._saddle_eval(drop, defs, keep)
         if out is None:
             return None
-        return float(dot(np.ravel(out[1](a)), np.ravel(out[1](b))))
+        return float(dot(np.ravel(out[1](a)), np.ravel(out[1](b)), 0.0))
 
     # the ordered reduction of the saddle form's sums (nsopt.distributed_saddle)
     def saddle_vector_chainable(self):

@@ -37,6 +37,8 @@ import math
 import numpy as np
 from numba import njit
 
+from .._linalg import kernel_input
+
 __all__ = ["project_box_equality", "project_box_equality_bisect", "project_simplex_rows"]
 
 
@@ -306,6 +308,7 @@ def project_box_equality(m, sigma, lower, upper, total=0.0, *, weights=None,
     _check_feasible(sigma, lower, upper, z)
     out = np.empty_like(m)
     count = np.zeros(1, dtype=np.int64) if _count is None else _count
+    m, sigma, dinv2, lower, upper = map(kernel_input, (m, sigma, dinv2, lower, upper))
     nu = _project(m, sigma, dinv2, lower, upper, z, out, count)
     return (out, float(nu)) if return_multiplier else out
 

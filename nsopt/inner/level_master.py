@@ -39,6 +39,7 @@ import math
 import numba
 import numpy as np
 
+from .._linalg import kernel_input
 from . import _level_kernels as K
 
 __all__ = ["BoxModelLP", "DenseBoxLP", "project_level_set", "highs_available"]
@@ -578,5 +579,6 @@ def project_level_set(A, r, lb, ub, centre, *, tol: float = 1e-12, max_iter: int
     ub = np.ascontiguousarray(ub, dtype=np.float64)
     c = np.ascontiguousarray(centre, dtype=np.float64)
     cap = 10 * (m + 2 * d) if max_iter is None else int(max_iter)
+    A, r, lb, ub, c = map(kernel_input, (A, r, lb, ub, c))   # one compiled variant
     x, mult, status = _project_finish(A, r, lb, ub, c, float(tol), cap)
     return (x if status == 0 else None), mult

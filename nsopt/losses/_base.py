@@ -27,7 +27,7 @@ from .._validation import (check_binary_labels, check_data, check_sample_weight,
                            check_targets, check_vector)
 from ..oracle import LineFunction, Oracle
 from ._groups import cached_group_parts
-from ._kernels import FUSED_KERNELS, LINE_KERNELS, DataMatrix
+from ._kernels import CONTINUABLE_KERNELS, FUSED_KERNELS, LINE_KERNELS, DataMatrix
 from ._kernels import dot as _dot
 # the vector losses' base lives in its own module; imported here for the old import path
 from ._vector_base import VectorLine, VectorLoss, check_class_labels  # noqa: F401
@@ -57,11 +57,22 @@ class ScalarLoss(Oracle):
     #: names of the attributes passed to both kernels after their common arguments
     kernel_params: tuple[str, ...] = ()
 
+    def _kernel_params(self, kernel) -> list:
+        """The loss's parameters for ``kernel``, and ``start = 0.0`` where the kernel takes
+        one: given always, as the sharded sums give it, numba compiles one variant of the
+        kernel rather than a second for the omitted default."""
+        params = [getattr(self, n) for n in self.kernel_params]
+        if kernel in CONTINUABLE_KERNELS:
+            params.append(0.0)
+        return params
+
     def _value_kernel(self, z, y, c):
-        return self.kernels[0](z, y, c, *[getattr(self, n) for n in self.kernel_params])
+        kernel = self.kernels[0]
+        return kernel(z, y, c, *self._kernel_params(kernel))
 
     def _grad_kernel(self, z, y, c, side, out):
-        return self.kernels[1](z, y, c, side, out, *[getattr(self, n) for n in self.kernel_params])
+        kernel = self.kernels[1]
+        return kernel(z, y, c, side, out, *self._kernel_params(kernel))
 
     def kinks(self) -> np.ndarray | None:
         """Score values ``z`` (shape (m,) or (m, k)) where ``l(., y_i)`` is not smooth, or None."""
@@ -333,7 +344,7 @@ class ScalarLine(LineFunction):
     def value(self, eta):
         if self._fused is not None:
             val, _, _, args, params = self._fused
-            return float(val(*args[:4], float(eta), *params))
+            return float(val(*args[:4], float(eta), *params, 0.0))
         return float(self.loss._value_kernel(self.f + eta * self.q, self.loss.y, self.loss.c))
 
     def _scores_at(self, eta) -> np.ndarray:
@@ -355,12 +366,12 @@ class ScalarLine(LineFunction):
             raise ValueError(f"side must be +1 or -1, got {side}")
         if self._fused is not None:
             _, der, _, args, params = self._fused
-            return float(der(*args, float(eta), float(side), *params))
+            return float(der(*args, float(eta), float(side), *params, 0.0))
         z = self._scores_at(float(eta))
         if self._sign is None:
             self._sign, self._buf = np.sign(self.q), np.empty_like(self.f)
         self.loss._grad_kernel(z, self.loss.y, self.loss.c, side * self._sign, self._buf)
-        return float(_dot(self._buf, self.q))
+        return float(_dot(self._buf, self.q, 0.0))
 
     def value_and_derivative(self, eta, side=1):
         r"""``(value(eta), derivative(eta, side))`` in one pass over the scores where the loss

@@ -32,6 +32,8 @@ import numpy as np
 import scipy.sparse as sp
 from numba import get_num_threads, njit, prange
 
+from .._linalg import kernel_input
+
 __all__ = ["DataMatrix"]
 
 
@@ -137,7 +139,7 @@ class DataMatrix:
         the serial one to rounding only (not bitwise; neither is the threaded ``rdot``'s
         reduction order the same)."""
         X = self.csr
-        w = np.ascontiguousarray(w, dtype=np.float64)
+        w = kernel_input(np.ascontiguousarray(w, dtype=np.float64))  # one compiled variant
         n = get_num_threads() if self.parallel else 1
         if n < 2:
             a = np.zeros(self.shape[1])

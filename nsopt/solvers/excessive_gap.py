@@ -57,7 +57,7 @@ def _has_saddle_form(loss) -> bool:
 # ----------------------------------------------------------------------------------------
 def _dot(a, b) -> float:
     # serial: a threaded BLAS dot on O(m) vectors costs more in wake-ups than in arithmetic
-    return float(_serial_dot(np.ravel(a), np.ravel(b)))
+    return float(_serial_dot(np.ravel(a), np.ravel(b), 0.0))
 
 
 def _sq(x) -> float:
