@@ -560,6 +560,7 @@ def _rows_instance(seed, n_eq):
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 2 ** 16), n_eq=st.integers(0, 2),
        noise=st.sampled_from([0.0, 1e-12, 1e-9, 1e-6]))
+@example(seed=117, n_eq=2, noise=1e-12)  # one plane, two equality pairs: refined all the same
 def test_polished_rows_multipliers_never_lower_the_bound(seed, n_eq, noise):
     """With rows (``polish_rows_multipliers``, the rows variant's refinement) the planes'
     multipliers stay on the simplex and the rows' nonnegative, the value is the bound

@@ -647,7 +647,7 @@ def polish_rows_multipliers(bundle: PlaneBundle, alpha, y, A_ub, b_ub, lb, ub, n
     for _ in range(rounds):
         S = np.flatnonzero(alpha > 0)
         T = np.flatnonzero(y[:m_ub] > 0)
-        if S.size + T.size < 2:
+        if S.size + T.size + n_eq < 2:   # an equality pair's multiplier moves either way
             break
         # the columns: planes on S, inequality rows on T, equality pairs by their first row
         C = np.vstack([np.asarray(A[S], dtype=np.float64), A_ub[T], A_ub[m_ub: m_ub + n_eq]])
