@@ -251,35 +251,10 @@ def polish_multipliers(bundle: PlaneBundle, alpha, lb, ub, rounds: int = 2, plan
     if plane is None:
         alpha = bundle.feasible(alpha)
         plane = bundle.combine(alpha)
-    a_bar, b_bar = plane
-    best_value, best, best_plane = b_bar + box_min(a_bar, lb, ub), alpha, plane
-    if bundle.n_blocks != 1 or not np.isfinite(best_value):
-        return best_value, best, best_plane
-    A = bundle.A
-    for _ in range(rounds):
-        S = np.flatnonzero(alpha > 0)
-        if S.size < 2:
-            break
-        AS = np.asarray(A[S], dtype=np.float64)
-        scale = float(np.abs(AS).max(initial=0.0))
-        free = np.flatnonzero(np.abs(a_bar) <= 1e-7 * scale)
-        if free.size == 0 or not np.any(a_bar[free]):
-            break
-        if float(np.abs(a_bar[free]) @ (ub[free] - lb[free])) <= worth:
-            break
-        M = np.vstack([AS[:, free].T, np.ones(S.size)])
-        rhs = np.concatenate([-a_bar[free], [0.0]])
-        delta = _lstsq(M, rhs)
-        if not np.isfinite(delta).all():
-            break
-        trial = alpha.copy()
-        trial[S] += delta
-        alpha = bundle.feasible(trial)
-        a_bar, b_bar = bundle.combine(alpha)
-        value = b_bar + box_min(a_bar, lb, ub)
-        if value > best_value:
-            best_value, best, best_plane = value, alpha, (a_bar, b_bar)
-    return best_value, best, best_plane
+    d = plane[0].shape[0]
+    value, alpha, _, plane = _refine(bundle, alpha, np.empty(0), plane, np.empty((0, d)),
+                                     np.empty(0), lb, ub, 0, rounds, worth)
+    return value, alpha, plane
 
 
 def _model_lp(M, rhs, lb, ub, deadline):
@@ -632,14 +607,22 @@ def polish_rows_multipliers(bundle: PlaneBundle, alpha, y, A_ub, b_ub, lb, ub, n
     in :func:`polish_multipliers`, with the residuals of :math:`r`."""
     A_ub = np.asarray(A_ub, dtype=np.float64)
     b_ub = np.asarray(b_ub, dtype=np.float64)
-    m = b_ub.shape[0]
-    m_ub = m - 2 * n_eq
     raw = np.maximum(np.asarray(alpha, dtype=np.float64)[: bundle.n], 0.0)
     total = float(raw.sum())
-    y = (np.zeros(m) if y is None
+    y = (np.zeros(b_ub.shape[0]) if y is None
          else np.maximum(np.asarray(y, dtype=np.float64), 0.0) / (total if total > 0 else 1.0))
     alpha = bundle.feasible(raw)
-    a_bar, b_bar = bundle.combine(alpha)
+    return _refine(bundle, alpha, y, bundle.combine(alpha), A_ub, b_ub, lb, ub, n_eq, rounds,
+                   worth)
+
+
+def _refine(bundle, alpha, y, plane, A_ub, b_ub, lb, ub, n_eq, rounds, worth):
+    """The rounds of :func:`polish_rows_multipliers` (and of :func:`polish_multipliers`: no
+    rows) from feasible ``alpha``, ``y`` and ``plane`` = ``(a_bar, b_bar)`` of ``alpha``:
+    ``(value, alpha, y, plane)``, the best bound seen and its multipliers."""
+    m = b_ub.shape[0]
+    m_ub = m - 2 * n_eq
+    a_bar, b_bar = plane
     best = (rows_bound(a_bar, b_bar, y, A_ub, b_ub, lb, ub), alpha, y, (a_bar, b_bar))
     if bundle.n_blocks != 1 or not np.isfinite(best[0]):
         return best
